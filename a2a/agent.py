@@ -1,0 +1,140 @@
+"""Declaring agents: a name, capabilities, and per-action handlers."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import jsonschema
+import jsonschema.exceptions
+
+from bus.errors import InvalidParams
+from bus.subjects import validate_name
+from discovery.profile import AgentCapability
+
+if TYPE_CHECKING:
+    from .context import Context
+
+__all__ = ["Action", "Agent", "Handler", "NotificationHandler"]
+
+Handler = Callable[["Context", dict[str, Any]], Awaitable[Any]]
+NotificationHandler = Callable[["Context", dict[str, Any]], Awaitable[None]]
+H = TypeVar("H", bound=Handler)
+N = TypeVar("N", bound=NotificationHandler)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One action an agent serves, with the JSON Schema its parameters must meet."""
+
+    name: str
+    handler: Handler
+    input_schema: Mapping[str, Any] | None = None
+    description: str = ""
+    _validator: jsonschema.protocols.Validator | None = field(default=None, repr=False)
+
+    @classmethod
+    def build(
+        cls, name: str, handler: Handler, input_schema: Mapping[str, Any] | None, description: str
+    ) -> Action:
+        validator = None
+        if input_schema is not None:
+            validator_cls = jsonschema.validators.validator_for(input_schema)
+            validator_cls.check_schema(input_schema)
+            validator = validator_cls(input_schema)
+        return cls(name, handler, input_schema, description, validator)
+
+    def validate(self, params: dict[str, Any]) -> None:
+        """Raise InvalidParams naming the failing path unless ``params`` meet the schema."""
+        if self._validator is None:
+            return
+        error = jsonschema.exceptions.best_match(self._validator.iter_errors(params))
+        if error is not None:
+            raise InvalidParams(
+                f"invalid parameters for {self.name!r}: {error.message} at {error.json_path}",
+                details={"path": error.json_path, "validator": str(error.validator)},
+            )
+
+
+class Agent:
+    """An agent definition; host it with :meth:`a2a.Runtime.serve`.
+
+    ::
+
+        reader = Agent("reader", capabilities=[AgentCapability(id="code.read", proficiency=0.9)])
+
+        @reader.action("read", input_schema={"type": "object", "required": ["path"]})
+        async def read(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+            ...
+
+    Args:
+        name: the agent's name; every instance of it shares the queue group of that name.
+        capabilities: what the agent offers the registry (ids, or full AgentCapability).
+        max_concurrency: handlers run at once per instance; at that load it reports busy.
+        max_queue: requests that may wait for a slot; beyond that they get OVERLOADED.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        description: str = "",
+        version: str = "0.1.0",
+        capabilities: Sequence[AgentCapability | str] = (),
+        max_concurrency: int = 32,
+        max_queue: int = 1000,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.name = validate_name("agent name", name)
+        self.description = description
+        self.version = version
+        self.capabilities = [
+            c if isinstance(c, AgentCapability) else AgentCapability(id=c) for c in capabilities
+        ]
+        if max_concurrency < 1 or max_queue < 0:
+            raise ValueError("max_concurrency must be at least 1 and max_queue at least 0")
+        self.max_concurrency = max_concurrency
+        self.max_queue = max_queue
+        self.metadata = dict(metadata or {})
+        self.actions: dict[str, Action] = {}
+        self.topics: dict[str, NotificationHandler] = {}
+
+    def action(
+        self,
+        name: str | None = None,
+        *,
+        input_schema: Mapping[str, Any] | None = None,
+        description: str = "",
+    ) -> Callable[[H], H]:
+        """Register the decorated coroutine ``handler(ctx, params)`` for an action.
+
+        The handler's return value must be JSON-serialisable; raising an A2AError
+        sends that typed error back, any other exception goes back as AGENT_ERROR.
+        """
+
+        def decorate(handler: H) -> H:
+            action = name or handler.__name__
+            if action in self.actions:
+                raise ValueError(f"{self.name} already has an action {action!r}")
+            self.actions[action] = Action.build(
+                action, handler, input_schema, description or (handler.__doc__ or "").strip()
+            )
+            return handler
+
+        return decorate
+
+    def on(self, topic: str) -> Callable[[N], N]:
+        """Register the decorated coroutine ``handler(ctx, params)`` for notifications on ``topic``.
+
+        One instance of each subscribed agent receives each notification.
+        """
+
+        def decorate(handler: N) -> N:
+            self.topics[topic] = handler
+            return handler
+
+        return decorate
+
+    def __repr__(self) -> str:
+        return f"Agent({self.name!r}, actions={sorted(self.actions)})"

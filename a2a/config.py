@@ -1,0 +1,86 @@
+"""Runtime settings, from keyword arguments or the environment."""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from bus.wire import DEFAULT_MAX_DEPTH, DEFAULT_MAX_HOPS, DEFAULT_TTL_MS
+
+__all__ = ["ENVIRONMENT", "Settings"]
+
+# Environment variable -> Settings field. Documented in the README's Configuration table.
+ENVIRONMENT: dict[str, str] = {
+    "NATS_URL": "nats_url",
+    "REDIS_URL": "redis_url",
+    "A2A_NAMESPACE": "namespace",
+    "A2A_HEARTBEAT_INTERVAL": "heartbeat_interval",
+    "A2A_TIMEOUT": "default_timeout",
+    "A2A_MAX_HOPS": "max_hops",
+    "A2A_MAX_DEPTH": "max_depth",
+    "A2A_MAX_PAYLOAD": "max_payload",
+    "A2A_CLIENT_NAME": "client_name",
+    "A2A_ROSTER": "roster",
+    "A2A_AUDIT": "audit",
+    "NATS_USER": "nats_user",
+    "NATS_PASSWORD": "nats_password",
+    "NATS_TOKEN": "nats_token",
+    "NATS_NKEY_SEED": "nats_nkey_seed",
+    "NATS_CREDS": "nats_creds",
+    "NATS_TLS_CA": "nats_tls_ca",
+    "NATS_TLS_CERT": "nats_tls_cert",
+    "NATS_TLS_KEY": "nats_tls_key",
+}
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """How a runtime connects and which limits it applies by default."""
+
+    nats_url: str = "nats://127.0.0.1:4222"
+    """One or more NATS server URLs, comma-separated."""
+    redis_url: str | None = "redis://127.0.0.1:6379/0"
+    """Registry server; None runs without a registry (routing by name only)."""
+    namespace: str = "default"
+    heartbeat_interval: float = 1.0
+    default_timeout: float = DEFAULT_TTL_MS / 1000
+    max_hops: int = DEFAULT_MAX_HOPS
+    max_depth: int = DEFAULT_MAX_DEPTH
+    max_payload: int | None = None
+    """Refuse envelopes above this many bytes (the server's max_payload always applies)."""
+    client_name: str = "client"
+    """sourceAgentId of calls made from outside any agent (scripts, the CLI)."""
+    roster: str | None = None
+    """Path of a roster file (YAML or TOML) with per-agent permissions."""
+    audit: bool = True
+    """Publish an audit record for every exchange."""
+    nats_user: str | None = None
+    nats_password: str | None = None
+    nats_token: str | None = None
+    nats_nkey_seed: str | None = None
+    nats_creds: str | None = None
+    nats_tls_ca: str | None = None
+    nats_tls_cert: str | None = None
+    nats_tls_key: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from environment variables (see ``ENVIRONMENT``), then ``overrides``."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {
+            field: env[var] for var, field in ENVIRONMENT.items() if env.get(var, "") != ""
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return msgspec.convert(values, cls, strict=False)
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """A client TLS context when any TLS setting is given."""
+        if not (self.nats_tls_ca or self.nats_tls_cert):
+            return None
+        ctx = ssl.create_default_context(cafile=self.nats_tls_ca)
+        if self.nats_tls_cert:
+            ctx.load_cert_chain(self.nats_tls_cert, self.nats_tls_key)
+        return ctx

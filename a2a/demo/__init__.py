@@ -1,0 +1,1 @@
+"""The demo: a planner, reader, writer and reviewer doing real file work in a workspace."""

@@ -1,0 +1,221 @@
+"""The demo roster (seed 003): planner, reader, writer, reviewer.
+
+Deterministic, no LLM: they read and edit Python files in a workspace directory. The
+planner finds the writer by capability through the registry; the writer asks the reader
+for the file it edits (a direct peer call).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Any
+
+import anyio
+
+from a2a import A2AError, Agent, AgentCapability, Context, PermissionDenied, by_capability
+
+from .workspace import functions_missing_docstrings, suggest_docstring
+
+__all__ = ["planner", "reader", "reviewer", "roster", "writer"]
+
+_PATH_PARAMS = {
+    "type": "object",
+    "required": ["workspace", "path"],
+    "properties": {"workspace": {"type": "string"}, "path": {"type": "string"}},
+}
+
+
+def _resolve(workspace: str, path: str) -> anyio.Path:
+    root = os.path.realpath(workspace)
+    target = os.path.realpath(os.path.join(root, path))
+    if os.path.commonpath([root, target]) != root:
+        raise PermissionDenied(f"{path!r} is outside the workspace")
+    return anyio.Path(target)
+
+
+# -- reader ------------------------------------------------------------------------
+
+reader = Agent(
+    "reader",
+    description="Explores the workspace and extracts context; never edits.",
+    capabilities=[
+        AgentCapability(
+            id="code.read", category="code", proficiency=0.9, required_tools=["read_file"]
+        ),
+        AgentCapability(id="code.search", category="search", proficiency=0.8),
+    ],
+)
+
+
+@reader.action(
+    "scan",
+    input_schema={
+        "type": "object",
+        "required": ["workspace"],
+        "properties": {"workspace": {"type": "string"}, "glob": {"type": "string"}},
+    },
+)
+async def scan(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """List source files and the public functions that lack docstrings."""
+    root = anyio.Path(params["workspace"])
+    files = {}
+    for path in sorted([p async for p in root.glob(params.get("glob", "*.py"))]):
+        files[path.name] = functions_missing_docstrings(await path.read_text())
+    return {"files": files}
+
+
+@reader.action("read", input_schema=_PATH_PARAMS)
+async def read(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """Return a file's text."""
+    text = await _resolve(params["workspace"], params["path"]).read_text()
+    return {"path": params["path"], "text": text, "lines": text.count("\n")}
+
+
+# -- writer ------------------------------------------------------------------------
+
+writer = Agent(
+    "writer",
+    description="Makes precise code changes and checks they compile.",
+    capabilities=[
+        AgentCapability(
+            id="code.edit", category="code", proficiency=0.95, required_tools=["write_file"]
+        ),
+    ],
+)
+
+
+@writer.action(
+    "add_docstrings",
+    input_schema={
+        "type": "object",
+        "required": ["workspace", "path", "functions"],
+        "properties": {
+            "workspace": {"type": "string"},
+            "path": {"type": "string"},
+            "functions": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        },
+    },
+)
+async def add_docstrings(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """Insert a docstring into each named function, then check the file still compiles."""
+    current = await ctx.call(
+        "reader", "read", {"workspace": params["workspace"], "path": params["path"]}
+    )
+    source: str = current["text"]
+    wanted = set(params["functions"])
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    added = []
+    # Insert bottom-up so earlier line numbers stay valid.
+    for node in sorted(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wanted),
+        key=lambda n: n.lineno,
+        reverse=True,
+    ):
+        if ast.get_docstring(node) is not None:
+            continue
+        first = node.body[0]
+        indent = " " * first.col_offset
+        doc = suggest_docstring(node.name, [a.arg for a in node.args.args])
+        lines.insert(first.lineno - 1, f'{indent}"""{doc}"""\n')
+        added.append({"function": node.name, "docstring": doc})
+    new_source = "".join(lines)
+    compile(new_source, params["path"], "exec")
+    await _resolve(params["workspace"], params["path"]).write_text(new_source)
+    return {"path": params["path"], "added": list(reversed(added)), "compiles": True}
+
+
+# -- reviewer ----------------------------------------------------------------------
+
+reviewer = Agent(
+    "reviewer",
+    description="Validates changes for correctness and style.",
+    capabilities=[AgentCapability(id="code.review", category="analysis", proficiency=0.9)],
+)
+
+
+@reviewer.action("review", input_schema=_PATH_PARAMS)
+async def review(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """PASS when the file compiles and every public function has a docstring."""
+    source = await _resolve(params["workspace"], params["path"]).read_text()
+    problems = []
+    try:
+        compile(source, params["path"], "exec")
+    except SyntaxError as exc:
+        problems.append(f"does not compile: {exc}")
+    else:
+        problems += [
+            f"{f['name']} (line {f['line']}) has no docstring"
+            for f in functions_missing_docstrings(source)
+        ]
+    verdict = "FAIL" if problems else "PASS"
+    escalation = None
+    try:
+        # The roster does not let a reviewer invoke the planner; the refusal is expected.
+        await ctx.call("planner", "replan", {"reason": f"review {verdict}"})
+    except A2AError as exc:
+        escalation = exc.code
+    return {
+        "path": params["path"],
+        "verdict": verdict,
+        "problems": problems,
+        "escalation": escalation,
+    }
+
+
+# -- planner -----------------------------------------------------------------------
+
+planner = Agent(
+    "planner",
+    description="Decomposes the user's task and delegates to specialists.",
+    capabilities=[AgentCapability(id="plan", category="analysis", proficiency=0.9)],
+)
+
+
+@planner.action(
+    "run",
+    input_schema={
+        "type": "object",
+        "required": ["task", "workspace"],
+        "properties": {"task": {"type": "string"}, "workspace": {"type": "string"}},
+    },
+)
+async def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """Find what is missing, have it written, have it reviewed."""
+    workspace = params["workspace"]
+    found = await ctx.call("reader", "scan", {"workspace": workspace})
+    edits = []
+    for path, missing in found["files"].items():
+        if missing:
+            edits.append(
+                await ctx.call(
+                    by_capability("code.edit"),
+                    "add_docstrings",
+                    {
+                        "workspace": workspace,
+                        "path": path,
+                        "functions": [f["name"] for f in missing],
+                    },
+                )
+            )
+    reviews = [
+        await ctx.call("reviewer", "review", {"workspace": workspace, "path": e["path"]})
+        for e in edits
+    ]
+    ok = all(r["verdict"] == "PASS" for r in reviews)
+    return {
+        "task": params["task"],
+        "status": "done" if ok else "needs-work",
+        "edits": edits,
+        "reviews": reviews,
+    }
+
+
+@planner.action("replan")
+async def replan(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """Accept a request to revise the plan."""
+    return {"accepted": True, "reason": params.get("reason")}
+
+
+roster = [planner, reader, writer, reviewer]

@@ -1,0 +1,158 @@
+"""`a2a demo`: the seed-003 roster as separate processes doing one task end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+from rich.console import Console
+from rich.syntax import Syntax
+
+from transports import Message
+
+from ..audit import AuditRecord
+from ..config import Settings
+from ..runtime import Runtime
+from ..servers import NatsServer, RedisServer, die_with_parent
+from ..timeline import timeline_table
+from .workspace import make_workspace
+
+__all__ = ["AGENT_PROCESSES", "run_demo"]
+
+AGENT_PROCESSES = {
+    "planner": "a2a.demo.agents:planner",
+    "reader": "a2a.demo.agents:reader",
+    "writer": "a2a.demo.agents:writer",
+    "reviewer": "a2a.demo.agents:reviewer",
+}
+TASK = "Add a docstring to every public function in the workspace"
+_record_decoder = msgspec.json.Decoder(AuditRecord)
+
+
+def spawn_agent(target: str, env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start ``a2a serve target`` as a child process that dies with this one."""
+    log = open(log_path, "ab")  # noqa: SIM115 - the child keeps it
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "a2a", "serve", target],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
+        )
+    finally:
+        log.close()
+
+
+def run_demo(console: Console, *, nats_url: str | None = None, redis_url: str | None = None) -> int:
+    """Run the demo; returns the process exit status."""
+    t0 = time.monotonic()
+    nats_url = nats_url or os.environ.get("NATS_URL")
+    redis_url = redis_url or os.environ.get("REDIS_URL")
+    namespace = f"demo-{uuid.uuid4().hex[:6]}"
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="a2a-demo-")))
+        if not nats_url:
+            nats = stack.enter_context(NatsServer())
+            nats_url = nats.url
+            console.print(f"[bold]started[/] nats-server (JetStream) on {nats_url}  pid {nats.pid}")
+        if not redis_url:
+            redis = stack.enter_context(RedisServer())
+            redis_url = redis.url
+            console.print(
+                f"[bold]started[/] {Path(redis.argv()[0]).name} on {redis_url}  pid {redis.pid}"
+            )
+        workspace = make_workspace(tmp / "workspace")
+        env = {
+            **os.environ,
+            "NATS_URL": nats_url,
+            "REDIS_URL": redis_url,
+            "A2A_NAMESPACE": namespace,
+        }
+        env.setdefault("A2A_HEARTBEAT_INTERVAL", "0.5")
+        procs: dict[str, subprocess.Popen[bytes]] = {}
+        stack.callback(_stop_all, procs)
+        for name, target in AGENT_PROCESSES.items():
+            procs[name] = spawn_agent(target, env, tmp / f"{name}.log")
+            console.print(f"[bold]started[/] agent process {name:<9} pid {procs[name].pid}")
+        settings = Settings(
+            nats_url=nats_url, redis_url=redis_url, namespace=namespace, client_name="user"
+        )
+        try:
+            result, records = anyio.run(_drive, settings, str(workspace))
+        except Exception as exc:
+            console.print(f"[red]demo failed:[/] {exc}")
+            for name in procs:
+                log = (tmp / f"{name}.log").read_text(errors="replace")[-2000:]
+                if log.strip():
+                    console.print(f"[dim]--- {name} log ---\n{log}[/]")
+            return 1
+        console.print()
+        console.print(
+            timeline_table(
+                records,
+                title=f"Timeline of conversation {records[0].conversation_id[:12]}"
+                if records
+                else "Timeline",
+            )
+        )
+        console.print()
+        console.print("[bold]Result[/]")
+        console.print_json(json.dumps(result))
+        console.print()
+        console.print("[bold]workspace/inventory.py after the run[/]")
+        console.print(Syntax((workspace / "inventory.py").read_text(), "python", line_numbers=True))
+    console.print(
+        f"stopped every process and server it started; ran in {time.monotonic() - t0:.2f} s"
+    )
+    return 0 if result.get("status") == "done" else 1
+
+
+async def _drive(settings: Settings, workspace: str) -> tuple[dict[str, Any], list[AuditRecord]]:
+    records: list[AuditRecord] = []
+
+    async def collect(msg: Message) -> None:
+        records.append(_record_decoder.decode(msg.data))
+
+    async with Runtime(settings) as rt:
+        await rt.subscribe_audit(collect)
+        await rt.wait_for_agents(list(AGENT_PROCESSES), timeout=30)
+        response = await rt.request(
+            "planner",
+            "run",
+            {"task": TASK, "workspace": workspace},
+            user_id="demo-user",
+            timeout=30,
+        )
+        top = response.metadata.correlation_id
+        # Audit records are published after each reply; give the last ones a moment to arrive.
+        with anyio.move_on_after(3):
+            while not any(r.request_id == top for r in records):
+                await anyio.sleep(0.02)
+        await anyio.sleep(0.1)
+    conversation = response.conversation_id
+    return response.payload.result, [r for r in records if r.conversation_id == conversation]
+
+
+def _stop_all(procs: dict[str, subprocess.Popen[bytes]]) -> None:
+    for proc in procs.values():
+        if proc.poll() is None:
+            proc.terminate()
+    deadline = time.monotonic() + 10
+    for proc in procs.values():
+        try:
+            proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,573 @@
+"""The runtime: hosts agents, makes calls, keeps the registry informed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from bus import Bus
+from bus.errors import (
+    A2AError,
+    DeadlineExceeded,
+    NoCapableAgent,
+    NoResponders,
+    Unavailable,
+)
+from bus.ids import new_id
+from bus.limits import check_cycle, check_depth
+from bus.wire import (
+    PROTOCOL_VERSION,
+    Metadata,
+    NotificationEnvelope,
+    Payload,
+    Priority,
+    RequestEnvelope,
+    ResponseEnvelope,
+)
+from discovery import LocalView, Registry
+from transports import MessageHandler, NatsTransport, Subscription, Transport, TransportError
+
+from ._host import AgentHost
+from .agent import Agent
+from .audit import AuditLog, AuditRecord, outcome_of
+from .config import Settings
+from .context import Context
+from .policy import Policy
+from .route import Route, Target, as_route
+
+__all__ = ["Runtime"]
+
+log = logging.getLogger("a2a.runtime")
+
+# How long routing by capability waits for the first registry snapshot.
+_VIEW_READY_WAIT = 2.0
+# Instances tried when a capability-routed call finds its instance gone.
+_ROUTE_ATTEMPTS = 3
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def _shielded(close: Callable[[], Awaitable[None]]) -> None:
+    """Run a cleanup step to its end (5 s at most), even while the caller is being cancelled."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        await close()
+
+
+class Runtime:
+    """Connects to NATS (and Redis), hosts agents, and calls agents anywhere.
+
+    ::
+
+        async with Runtime(Settings.from_env()) as rt:
+            await rt.serve(planner, reader)          # host agents in this process
+            result = await rt.call("planner", "run", {"task": "..."})
+
+    Args:
+        settings: connection settings and default limits (``Settings.from_env()`` if omitted).
+        transport: use this transport instead of connecting to ``settings.nats_url``
+            (for example a ``MemoryTransport`` in unit tests); the runtime closes it.
+        registry: use this registry instead of ``settings.redis_url``; pass ``None``
+            together with a transport to run without one.
+        policy: delegation policy checked on both sides of each hop.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        transport: Transport | None = None,
+        registry: Registry | None = None,
+        policy: Policy | None = None,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self.id = uuid.uuid4().hex[:12]
+        self.policy = policy or Policy()
+        self.hosts: dict[str, AgentHost] = {}
+        self.registry: Registry | None = registry
+        self.view: LocalView | None = None
+        self._transport = transport
+        self._use_settings_registry = transport is None and registry is None
+        self._stack: AsyncExitStack | None = None
+        self._tg: TaskGroup | None = None
+        self._state_event = anyio.Event()
+        self._registry_down = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._agent_subjects: dict[str, str] = {}
+        self.clock: Callable[[], float] = time.monotonic
+        """The event loop's clock (monotonic seconds); deadlines are on this clock."""
+        self.bus: Bus
+        self.audit: AuditLog
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def __aenter__(self) -> Runtime:
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            await self._open(stack)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def _open(self, stack: AsyncExitStack) -> None:
+        s = self.settings
+        self.clock = asyncio.get_running_loop().time
+        if self._transport is None:
+            try:
+                self._transport = await NatsTransport.connect(
+                    s.nats_url,
+                    name=f"a2a-{self.id}",
+                    user=s.nats_user,
+                    password=s.nats_password,
+                    token=s.nats_token,
+                    nkeys_seed=s.nats_nkey_seed,
+                    creds_file=s.nats_creds,
+                    tls=s.tls_context(),
+                )
+            except TransportError as exc:
+                raise Unavailable(str(exc)) from None
+        stack.push_async_callback(_shielded, self._transport.aclose)
+        if self._use_settings_registry and s.redis_url:
+            self.registry = Registry.from_url(
+                s.redis_url, namespace=s.namespace, heartbeat_interval=s.heartbeat_interval
+            )
+        if self.registry is not None:
+            stack.push_async_callback(_shielded, self.registry.aclose)
+        self.bus = Bus(
+            self._transport, namespace=s.namespace, runtime_id=self.id, max_payload=s.max_payload
+        )
+        self.audit = AuditLog(self.bus, enabled=s.audit)
+        await self.bus.start()
+        stack.push_async_callback(_shielded, self.bus.aclose)
+        self._tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(self._tg.cancel_scope.cancel)
+        stack.push_async_callback(_shielded, self._cancel_tasks)
+        cancels = await self.bus.subscribe_cancels(self._on_cancel)
+        stack.push_async_callback(_shielded, cancels.unsubscribe)
+        self._tg.start_soon(self.bus.watch)
+        if self.registry is not None:
+            self.view = LocalView(self.registry)
+            await self._tg.start(self.view.run)
+            self._tg.start_soon(self._heartbeats)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._stack is not None
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._stop_hosts(grace=5.0 if exc is None else 0.5)
+        finally:
+            stack, self._stack = self._stack, None
+            # The body's exception is not handed to the stack: the internal task group
+            # would wrap it in an ExceptionGroup. It propagates unchanged instead.
+            await stack.aclose()
+        return None
+
+    async def _stop_hosts(self, grace: float) -> None:
+        hosts = list(self.hosts.values())
+        if not hosts:
+            return
+        async with anyio.create_task_group() as tg:
+            for host in hosts:
+                tg.start_soon(host.stop, grace)
+        if self.registry is not None:
+            with anyio.move_on_after(2.0):
+                for host in hosts:
+                    try:
+                        await self.registry.deregister(host.instance_id)
+                    except Unavailable as exc:
+                        log.warning("could not deregister %s: %s", host.instance_id, exc)
+                        break
+        self.hosts.clear()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run one message's handling in a task the runtime owns.
+
+        Per-message tasks are plain asyncio tasks kept in ``self._tasks``: anyio's
+        ``start_soon`` costs about 30 µs a task, several times a whole NATS round trip's
+        client work. The runtime cancels and awaits whatever is left when it closes.
+        """
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("message handling failed", exc_info=task.exception())
+
+    async def _cancel_tasks(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=2.0)
+
+    # -- hosting ---------------------------------------------------------------------
+
+    async def serve(self, *agents: Agent) -> list[AgentHost]:
+        """Start one instance of each agent in this process: subscribe, register, heartbeat."""
+        started = []
+        for agent in agents:
+            if agent.name in self.hosts:
+                raise ValueError(f"{agent.name} is already served by this runtime")
+            host = AgentHost(self, agent)
+            await host.start()
+            self.hosts[agent.name] = host
+            started.append(host)
+            await self._register(host)
+        await self.bus.transport.flush()
+        return started
+
+    async def _register(self, host: AgentHost) -> None:
+        profile = host.profile()
+        if self.view is not None:
+            self.view.upsert(profile)
+        if self.registry is not None:
+            try:
+                await self.registry.register(profile)
+            except Unavailable as exc:
+                log.warning(
+                    "%s not registered yet (%s); heartbeats will retry", host.instance_id, exc
+                )
+
+    def _state_changed(self, host: AgentHost) -> None:
+        if self.view is not None:
+            state = host.state()
+            self.view.set_state(state.agent_id, state.status, state.load, state.capacity)
+        self._state_event.set()
+
+    async def _heartbeats(self) -> None:
+        assert self.registry is not None
+        while True:
+            with anyio.move_on_after(self.registry.heartbeat_interval):
+                await self._state_event.wait()
+            if self._state_event.is_set():
+                self._state_event = anyio.Event()
+                await anyio.sleep(0.02)  # coalesce a burst of status flips into one write
+            if not self.hosts:
+                continue
+            try:
+                missing = await self.registry.heartbeat([h.state() for h in self.hosts.values()])
+                for host in self.hosts.values():
+                    if host.instance_id in missing and not host.stopping:
+                        await self.registry.register(host.profile())
+                if self._registry_down:
+                    log.warning("registry reachable again; heartbeats resumed")
+                self._registry_down = False
+            except Unavailable as exc:
+                if not self._registry_down:
+                    log.warning("heartbeat failed: %s", exc)
+                self._registry_down = True
+
+    async def serve_forever(self) -> None:
+        """Block until SIGINT or SIGTERM (then leaving ``async with`` shuts down cleanly)."""
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                log.info("received %s; shutting down", signal.Signals(signum).name)
+                return
+
+    def _on_cancel(self, correlation_ids: list[str]) -> None:
+        for host in self.hosts.values():
+            host.withdraw(correlation_ids)
+
+    # -- calling ---------------------------------------------------------------------
+
+    async def call(
+        self,
+        target: Target,
+        action: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+        priority: Priority | None = None,
+        budget: int | None = None,
+    ) -> Any:
+        """Call an agent from outside any agent and return its result.
+
+        Raises:
+            A2AError: the typed error the call ended with.
+        """
+        response = await self._request(
+            target,
+            action,
+            params,
+            timeout=timeout,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            priority=priority,
+            budget=budget,
+        )
+        return response.payload.result
+
+    async def request(
+        self,
+        target: Target,
+        action: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> ResponseEnvelope:
+        """Like :meth:`call`, returning the whole response envelope (usage, hop, ids)."""
+        return await self._request(
+            target,
+            action,
+            params,
+            timeout=timeout,
+            user_id=user_id,
+            conversation_id=conversation_id,
+        )
+
+    async def notify(
+        self, topic: str, params: dict[str, Any] | None = None, *, user_id: str | None = None
+    ) -> None:
+        """Publish a notification on ``topic`` from outside any agent."""
+        await self._notify(topic, params, user_id=user_id)
+
+    def _new_metadata(
+        self,
+        parent: Context | None,
+        *,
+        timeout: float,
+        priority: Priority | None,
+        budget: int | None,
+    ) -> Metadata:
+        now = _now_ms()
+        ttl_ms = int(timeout * 1000)
+        if parent is None:
+            s = self.settings
+            return Metadata(
+                timestamp=now,
+                correlation_id=new_id(),
+                max_hops=s.max_hops,
+                max_depth=s.max_depth,
+                priority=priority or "normal",
+                ttl_ms=ttl_ms,
+                deadline=now + ttl_ms,
+                budget=budget,
+            )
+        pm = parent.request.metadata
+        return Metadata(
+            timestamp=now,
+            correlation_id=new_id(),
+            hop_count=pm.hop_count,
+            max_hops=pm.max_hops,
+            priority=priority or pm.priority,
+            ttl_ms=ttl_ms,
+            deadline=now + ttl_ms,
+            depth=pm.depth + 1,
+            max_depth=pm.max_depth,
+            call_chain=[*pm.call_chain, parent.agent],
+            budget=budget if budget is not None else pm.budget,
+            parent_id=pm.correlation_id,
+        )
+
+    async def _request(
+        self,
+        target: Target,
+        action: str,
+        params: dict[str, Any] | None,
+        *,
+        parent: Context | None = None,
+        timeout: float | None = None,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+        priority: Priority | None = None,
+        budget: int | None = None,
+    ) -> ResponseEnvelope:
+        route = as_route(target)
+        clock = self.clock
+        t0 = clock()
+        limit = self.settings.default_timeout if timeout is None else timeout
+        if parent is not None:
+            limit = min(limit, parent.deadline - t0)
+        caller = parent.agent if parent is not None else None
+        meta = self._new_metadata(parent, timeout=max(limit, 0.0), priority=priority, budget=budget)
+        env = RequestEnvelope(
+            message_id=new_id(),
+            source_agent_id=caller or self.settings.client_name,
+            target_agent_id=route.agent or str(route),
+            conversation_id=parent.request.conversation_id
+            if parent
+            else (conversation_id or new_id()),
+            user_id=parent.request.user_id if parent else user_id,
+            required_capabilities=list(route.capabilities) or None,
+            protocol_version=PROTOCOL_VERSION,
+            payload=Payload(action=action, parameters=params),
+            metadata=meta,
+        )
+        instance: str | None = None
+        sent = False
+        try:
+            if limit <= 0:
+                raise DeadlineExceeded(
+                    "no time left for this call: the parent's deadline has passed"
+                )
+            check_depth(meta)
+            deadline = t0 + limit
+            tried: set[str] = set()
+            while True:
+                subject, name, instance = await self._resolve(route, tried, deadline)
+                env.target_agent_id = name
+                check_cycle(meta, name)
+                self.policy.check_call(caller, name, env)
+                remaining = deadline - clock()
+                meta.ttl_ms = max(0, int(remaining * 1000))
+                sent = True
+                try:
+                    return await self.bus.request(subject, env, timeout=remaining)
+                except NoResponders:
+                    if instance is None or len(tried) + 1 >= _ROUTE_ATTEMPTS or self.view is None:
+                        raise
+                    # The chosen instance died since the view last heard of it: try the next best.
+                    self.view.remove(instance)
+                    tried.add(instance)
+                    meta.hop_count -= 1
+        except A2AError as exc:
+            exc.located(
+                str(env.target_agent_id) if exc.remote else (caller or self.settings.client_name),
+                meta.hop_count,
+            )
+            if not exc.remote and self.audit.enabled:
+                await self.audit.emit(self._caller_record(env, route, instance, t0, exc, sent))
+            raise
+
+    def _agent_subject(self, name: str) -> str:
+        subject = self._agent_subjects.get(name)
+        if subject is None:
+            subject = self._agent_subjects[name] = self.bus.subjects.agent(name)
+        return subject
+
+    async def _resolve(
+        self, route: Route, tried: set[str], deadline: float
+    ) -> tuple[str, str, str | None]:
+        """Subject, agent name and (for registry routing) instance id of a route."""
+        subjects = self.bus.subjects
+        if route.agent is not None:
+            return self._agent_subject(route.agent), route.agent, None
+        if route.instance is not None:
+            entry = self.view.get(route.instance) if self.view is not None else None
+            return (
+                subjects.instance(route.instance),
+                entry.profile.name if entry else route.instance,
+                None,
+            )
+        if self.view is None:
+            raise NoCapableAgent(
+                "routing by capability needs a registry, and this runtime has none"
+            )
+        if not self.view.ready.is_set():
+            with anyio.move_on_after(min(_VIEW_READY_WAIT, max(0.0, deadline - self.clock()))):
+                await self.view.ready.wait()
+        chosen = self.view.best(route.capabilities, exclude=tried)
+        if chosen is None:
+            known = "" if self.view.ready.is_set() else " (the registry has not been reachable yet)"
+            raise NoCapableAgent(
+                f"no live instance offers {', '.join(route.capabilities)}{known}",
+                details={"capabilities": list(route.capabilities)},
+            )
+        return subjects.instance(chosen.agent_id), chosen.profile.name, chosen.agent_id
+
+    async def _notify(
+        self,
+        topic: str,
+        params: dict[str, Any] | None,
+        *,
+        parent: Context | None = None,
+        user_id: str | None = None,
+    ) -> None:
+        meta = self._new_metadata(
+            parent, timeout=self.settings.default_timeout, priority=None, budget=None
+        )
+        env = NotificationEnvelope(
+            message_id=new_id(),
+            source_agent_id=parent.agent if parent else self.settings.client_name,
+            target_agent_id=topic,
+            conversation_id=parent.conversation_id if parent else new_id(),
+            user_id=parent.user_id if parent else user_id,
+            protocol_version=PROTOCOL_VERSION,
+            payload=Payload(action=topic, parameters=params),
+            metadata=meta,
+        )
+        self.bus.stamp_hop(env)
+        await self.bus.publish(self.bus.subjects.notify(topic), env)
+
+    def _caller_record(
+        self,
+        env: RequestEnvelope,
+        route: Route,
+        instance: str | None,
+        t0: float,
+        error: A2AError,
+        sent: bool,
+    ) -> AuditRecord:
+        """The caller's record of a call no callee answered (``sent``: the hop was stamped)."""
+        meta = env.metadata
+        elapsed = self.clock() - t0
+        return AuditRecord(
+            request_id=meta.correlation_id,
+            conversation_id=env.conversation_id,
+            origin=env.source_agent_id,
+            target=str(env.target_agent_id),
+            action=env.payload.action,
+            outcome=outcome_of(error),
+            side="caller",
+            started_at=meta.timestamp,
+            duration_ms=round(elapsed * 1000, 3),
+            hop=meta.hop_count if sent else meta.hop_count + 1,
+            depth=meta.depth,
+            instance=instance,
+            user_id=env.user_id,
+            parent_id=meta.parent_id,
+            routed_by=",".join(route.capabilities) or None,
+            error_code=error.code,
+            error_message=error.message,
+            error_agent=error.agent,
+        )
+
+    # -- observing ---------------------------------------------------------------------
+
+    async def subscribe_audit(self, handler: MessageHandler) -> Subscription:
+        """Receive every audit record of this namespace (raw JSON messages)."""
+        return await self.bus.transport.subscribe(self.bus.subjects.audit_all, handler)
+
+    async def wait_for_agents(self, names: Sequence[str], *, timeout: float = 10.0) -> None:
+        """Wait until the registry view has a live instance of every agent in ``names``.
+
+        Raises:
+            DeadlineExceeded: they did not all appear in time.
+        """
+        if self.view is None:
+            raise NoCapableAgent("waiting for agents needs a registry")
+        with anyio.move_on_after(timeout):
+            while True:
+                present = {e.profile.name for e in self.view.entries()}
+                if set(names) <= present:
+                    return
+                await anyio.sleep(0.05)
+        missing = set(names) - {e.profile.name for e in self.view.entries()}
+        raise DeadlineExceeded(
+            f"agents not registered within {timeout}s: {', '.join(sorted(missing))}"
+        )

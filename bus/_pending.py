@@ -1,0 +1,86 @@
+"""Pending calls: correlationId -> the future its reply resolves."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+from .errors import A2AError
+
+__all__ = ["NO_RESPONDERS", "TIMED_OUT", "Outcome", "PendingCalls", "Reply"]
+
+
+class _Marker:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+NO_RESPONDERS = _Marker("NO_RESPONDERS")
+TIMED_OUT = _Marker("TIMED_OUT")
+
+Outcome = bytes | A2AError | _Marker
+"""What a call's future resolves to: the reply's bytes, an error, or a marker."""
+
+
+class Reply:
+    """One pending call; ``instance`` is set once the instance holding it acknowledged it."""
+
+    __slots__ = ("future", "instance", "opened")
+
+    def __init__(self, future: asyncio.Future[Outcome], opened: float) -> None:
+        self.future = future
+        self.instance: str | None = None
+        self.opened = opened
+
+
+class PendingCalls:
+    """Open calls by correlationId. Every opened call must be closed (``finally``)."""
+
+    def __init__(self) -> None:
+        self._slots: dict[str, Reply] = {}
+        self.late_replies = 0
+
+    def open(self, correlation_id: str, loop: asyncio.AbstractEventLoop) -> Reply:
+        if correlation_id in self._slots:
+            raise ValueError(f"a call with correlationId {correlation_id!r} is already pending")
+        slot = self._slots[correlation_id] = Reply(loop.create_future(), loop.time())
+        return slot
+
+    def close(self, correlation_id: str) -> None:
+        self._slots.pop(correlation_id, None)
+
+    def resolve(self, correlation_id: str, outcome: Outcome) -> bool:
+        """Settle a call; False (and counted as late) when nobody waits for it any more."""
+        slot = self._slots.get(correlation_id)
+        if slot is None or slot.future.done():
+            self.late_replies += 1
+            return False
+        slot.future.set_result(outcome)
+        return True
+
+    def acknowledge(self, correlation_id: str, instance: str) -> None:
+        slot = self._slots.get(correlation_id)
+        if slot is not None:
+            slot.instance = instance
+
+    def acknowledged_before(self, when: float) -> dict[str, list[str]]:
+        """Instance -> ids of unanswered calls it acknowledged that were opened before ``when``."""
+        out: dict[str, list[str]] = {}
+        for correlation_id, slot in self._slots.items():
+            if slot.instance is not None and slot.opened < when and not slot.future.done():
+                out.setdefault(slot.instance, []).append(correlation_id)
+        return out
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __contains__(self, correlation_id: object) -> bool:
+        return correlation_id in self._slots
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._slots))

@@ -1,0 +1,66 @@
+"""The NATS subject layout. Every subject the runtime uses is built here.
+
+a2a.<ns>.agent.<name>                  requests to any instance of an agent (queue group = name)
+a2a.<ns>.inst.<instanceId>             requests to one instance (registry routing)
+a2a.<ns>.notify.<topic>                notifications, fan-out to every subscriber
+a2a.<ns>.reply.<runtimeId>.<corrId>    replies to one runtime's pending calls
+a2a.<ns>.cancel                        withdrawn calls, so callees stop working on them
+a2a.<ns>.audit.<agent>                 audit records (kept by a JetStream stream)
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["Subjects", "validate_name"]
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_TOPIC = re.compile(r"^[A-Za-z0-9_-]{1,128}(\.[A-Za-z0-9_-]{1,128})*$")
+
+
+def validate_name(kind: str, value: str) -> str:
+    """Return ``value`` if it is a single subject token (letters, digits, ``_`` and ``-``)."""
+    if not _NAME.match(value):
+        raise ValueError(
+            f"invalid {kind} {value!r}: use 1-128 letters, digits, '_' or '-' (no dots or spaces)"
+        )
+    return value
+
+
+class Subjects:
+    """Subjects of one namespace."""
+
+    def __init__(self, namespace: str = "default") -> None:
+        self.namespace = validate_name("namespace", namespace)
+        self.root = f"a2a.{namespace}"
+
+    def agent(self, name: str) -> str:
+        return f"{self.root}.agent.{validate_name('agent name', name)}"
+
+    def instance(self, instance_id: str) -> str:
+        return f"{self.root}.inst.{validate_name('instance id', instance_id)}"
+
+    def notify(self, topic: str) -> str:
+        if not _TOPIC.match(topic):
+            raise ValueError(
+                f"invalid topic {topic!r}: dot-separated tokens of letters, digits, '_' or '-'"
+            )
+        return f"{self.root}.notify.{topic}"
+
+    def reply_prefix(self, runtime_id: str) -> str:
+        return f"{self.root}.reply.{validate_name('runtime id', runtime_id)}."
+
+    @property
+    def cancel(self) -> str:
+        return f"{self.root}.cancel"
+
+    def audit(self, agent: str) -> str:
+        return f"{self.root}.audit.{validate_name('agent name', agent)}"
+
+    @property
+    def audit_all(self) -> str:
+        return f"{self.root}.audit.>"
+
+    @property
+    def all(self) -> str:
+        return f"{self.root}.>"

@@ -1,0 +1,130 @@
+"""A2A wire types: msgspec Structs, JSON on the wire, camelCase keys.
+
+The envelope is a tagged union on ``type`` (``request``, ``response``,
+``notification``, ``error``); every variant carries the same fields, so code reads
+them uniformly and ``match`` on the class tells what a message is. New fields always
+get defaults, so older peers' envelopes keep decoding.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_HOPS",
+    "DEFAULT_TTL_MS",
+    "PROTOCOL_VERSION",
+    "SUPPORTED_VERSIONS",
+    "Envelope",
+    "ErrorEnvelope",
+    "ErrorInfo",
+    "Metadata",
+    "NotificationEnvelope",
+    "Payload",
+    "Priority",
+    "RequestEnvelope",
+    "ResponseEnvelope",
+    "TokenUsage",
+    "Wire",
+]
+
+# 1.0 is the seed envelope; 1.1 added deadline, depth, callChain and userId; 1.2 added
+# budget, parentId and token usage. All additions have defaults, so the current
+# version and the two before it decode into the same types.
+PROTOCOL_VERSION = "1.2"
+SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "1.1", "1.2")
+
+DEFAULT_MAX_HOPS = 10
+DEFAULT_MAX_DEPTH = 5
+DEFAULT_TTL_MS = 30_000
+
+Priority = Literal["low", "normal", "high", "critical"]
+NonEmpty = Annotated[str, Meta(min_length=1, max_length=256)]
+Count = Annotated[int, Meta(ge=0)]
+
+
+class Wire(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
+    """Base of every wire type."""
+
+
+class ErrorInfo(Wire):
+    """A typed error: stable ``code``, plain ``message``, where it happened."""
+
+    code: NonEmpty
+    message: str
+    agent: str | None = None
+    hop: int | None = None
+    details: dict[str, Any] | None = None
+
+
+class TokenUsage(Wire):
+    """Tokens a hop consumed (seed 002's token_usage)."""
+
+    prompt: Count = 0
+    completion: Count = 0
+    total: Count = 0
+
+
+class Payload(Wire):
+    action: Annotated[str, Meta(max_length=256)]
+    parameters: dict[str, Any] | None = None
+    result: Any = None
+    error: ErrorInfo | None = None
+    usage: TokenUsage | None = None
+
+
+class Metadata(Wire):
+    timestamp: Count
+    """Creation time, milliseconds since the Unix epoch (informational)."""
+    correlation_id: NonEmpty
+    hop_count: Count = 0
+    max_hops: Annotated[int, Meta(ge=1)] = DEFAULT_MAX_HOPS
+    priority: Priority = "normal"
+    ttl_ms: Count | None = None
+    """Time left for this call when it was sent; the receiver derives its local deadline from it."""
+    deadline: Count | None = None
+    """Absolute deadline, ms since the epoch, by the sender's clock (for people and audit)."""
+    depth: Count = 0
+    max_depth: Annotated[int, Meta(ge=0)] = DEFAULT_MAX_DEPTH
+    call_chain: list[str] = []
+    """Agents the request passed through, origin first (cycle detection)."""
+    budget: Count | None = None
+    """Tokens this call and everything it delegates may still spend."""
+    parent_id: str | None = None
+    """correlationId of the request whose handler sent this one."""
+
+
+class _EnvelopeBase(Wire, tag_field="type"):
+    message_id: NonEmpty
+    source_agent_id: NonEmpty
+    target_agent_id: NonEmpty | list[NonEmpty]
+    conversation_id: NonEmpty
+    payload: Payload
+    metadata: Metadata
+    protocol_version: NonEmpty
+    in_reply_to: str | None = None
+    required_capabilities: list[str] | None = None
+    user_id: str | None = None
+
+
+class RequestEnvelope(_EnvelopeBase, tag="request"):
+    """Asks the target to run ``payload.action`` with ``payload.parameters``."""
+
+
+class ResponseEnvelope(_EnvelopeBase, tag="response"):
+    """Carries ``payload.result`` back to the requester."""
+
+
+class NotificationEnvelope(_EnvelopeBase, tag="notification"):
+    """One-way message; no reply is sent."""
+
+
+class ErrorEnvelope(_EnvelopeBase, tag="error"):
+    """Carries ``payload.error`` back to the requester."""
+
+
+Envelope = RequestEnvelope | ResponseEnvelope | NotificationEnvelope | ErrorEnvelope

@@ -1,0 +1,29 @@
+"""Capability discovery: a Redis-backed registry of agent instances and a local view of it."""
+
+from .profile import AgentCapability as AgentCapability
+from .profile import AgentProfile as AgentProfile
+from .profile import AgentStatus as AgentStatus
+from .profile import CapabilityCategory as CapabilityCategory
+from .profile import Resources as Resources
+from .registry import Candidate as Candidate
+from .registry import InstanceState as InstanceState
+from .registry import Registry as Registry
+from .registry import RegistryKeys as RegistryKeys
+from .scoring import match_score as match_score
+from .view import LocalView as LocalView
+from .view import ViewEntry as ViewEntry
+
+__all__ = [
+    "AgentCapability",
+    "AgentProfile",
+    "AgentStatus",
+    "Candidate",
+    "CapabilityCategory",
+    "InstanceState",
+    "LocalView",
+    "Registry",
+    "RegistryKeys",
+    "Resources",
+    "ViewEntry",
+    "match_score",
+]

@@ -1,0 +1,57 @@
+"""Registry wire types: AgentCapability and AgentProfile (seed 004)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from msgspec import Meta
+
+from bus.wire import Wire
+
+__all__ = ["AgentCapability", "AgentProfile", "AgentStatus", "CapabilityCategory", "Resources"]
+
+AgentStatus = Literal["available", "busy", "offline"]
+CapabilityCategory = Literal["code", "analysis", "search", "browser", "shell", "custom"]
+
+
+class Resources(Wire):
+    memory: str | None = None
+    gpu: bool | None = None
+    network: bool | None = None
+
+
+class AgentCapability(Wire):
+    """Something an agent can do, and how well (``proficiency`` in 0..1)."""
+
+    id: Annotated[str, Meta(min_length=1, max_length=128, pattern=r"^[^\s]+$")]
+    name: str = ""
+    description: str = ""
+    category: CapabilityCategory = "custom"
+    required_tools: list[str] = []
+    proficiency: Annotated[float, Meta(ge=0.0, le=1.0)] = 1.0
+    resources: Resources | None = None
+
+
+class AgentProfile(Wire):
+    """One running agent instance as the registry knows it.
+
+    ``agentId`` is the instance id (unique per process instance); ``name`` is the
+    agent name shared by all instances of that agent.
+    """
+
+    agent_id: str
+    name: str
+    version: str = "0.0.0"
+    description: str = ""
+    capabilities: list[AgentCapability] = []
+    status: AgentStatus = "available"
+    last_seen: int = 0
+    """Milliseconds since the epoch of the last heartbeat, by the registry writer's clock."""
+    load: int = 0
+    """Requests running or queued on the instance."""
+    capacity: int = 0
+    """Requests the instance runs at once; at ``load >= capacity`` it reports busy."""
+    metadata: dict[str, Any] | None = None
+
+    def proficiencies(self) -> dict[str, float]:
+        return {c.id: c.proficiency for c in self.capabilities}

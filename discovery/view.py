@@ -1,0 +1,232 @@
+"""A runtime's local view of the registry, kept fresh by change events.
+
+Routing reads this view, so a call does not touch Redis. The view subscribes to the
+registry's event channel, loads every live instance once after (re)subscribing, and
+then applies events: ``reg`` (new or changed profile), ``st`` (heartbeat: status and
+load), ``down`` (deregistered or swept). An entry that sends nothing for ``stale_after``
+seconds is ignored. While Redis is unreachable the view keeps its last known state
+(no entry goes stale) and routing carries on from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import anyio
+import msgspec
+import redis.exceptions
+from anyio.abc import TaskStatus
+
+from bus.errors import Unavailable
+
+from .profile import AgentProfile, AgentStatus
+from .registry import Registry
+from .scoring import match_score
+
+__all__ = ["LocalView", "ViewEntry"]
+
+log = logging.getLogger("a2a.discovery.view")
+
+
+class _Event(msgspec.Struct):
+    e: str
+    id: str
+    status: AgentStatus | None = None
+    load: int | None = None
+    capacity: int | None = None
+    ts: int | None = None
+
+
+_event_decoder = msgspec.json.Decoder(_Event)
+
+
+@dataclass(slots=True)
+class ViewEntry:
+    profile: AgentProfile
+    proficiencies: dict[str, float]
+    seen: float = field(default=0.0)
+    """Local monotonic time of the last event about this instance."""
+
+    @property
+    def agent_id(self) -> str:
+        return self.profile.agent_id
+
+    @property
+    def load_ratio(self) -> float:
+        p = self.profile
+        return p.load / p.capacity if p.capacity > 0 else 0.0
+
+
+class LocalView:
+    """In-memory copy of the registry; run :meth:`run` in a task group to keep it fresh."""
+
+    def __init__(self, registry: Registry, *, stale_after: float | None = None) -> None:
+        self.registry = registry
+        self.stale_after = stale_after if stale_after is not None else registry.ttl
+        self.ready = anyio.Event()
+        self.connected = False
+        self.resyncs = 0
+        self._entries: dict[str, ViewEntry] = {}
+        self._by_capability: dict[str, set[str]] = {}
+
+    # -- reading ---------------------------------------------------------------
+
+    def entries(self) -> list[ViewEntry]:
+        """Live entries."""
+        now = anyio.current_time()
+        return [e for e in self._entries.values() if self._is_live(e, now)]
+
+    def get(self, agent_id: str) -> ViewEntry | None:
+        entry = self._entries.get(agent_id)
+        return entry if entry is not None and self._is_live(entry, anyio.current_time()) else None
+
+    def best(self, capabilities: Sequence[str], *, exclude: Iterable[str] = ()) -> ViewEntry | None:
+        """The instance to route a request needing ``capabilities`` to.
+
+        Highest match score among available instances, ties to the lower load. When
+        every capable instance is busy, the least loaded busy one (it queues the
+        request). Offline, stale and ``exclude``d instances are never chosen.
+        """
+        if not capabilities:
+            return None
+        excluded = set(exclude)
+        ids: set[str] = set()
+        for cap in capabilities:
+            ids |= self._by_capability.get(cap, set())
+        now = anyio.current_time()
+        best: tuple[bool, float, float] | None = None
+        chosen: ViewEntry | None = None
+        for agent_id in ids - excluded:
+            entry = self._entries[agent_id]
+            status = entry.profile.status
+            if status == "offline" or not self._is_live(entry, now):
+                continue
+            score = match_score(entry.proficiencies, capabilities)
+            if score <= 0:
+                continue
+            key = (status == "available", score, -entry.load_ratio)
+            if best is None or key > best:
+                best, chosen = key, entry
+        return chosen
+
+    def _is_live(self, entry: ViewEntry, now: float) -> bool:
+        return not self.connected or now - entry.seen < self.stale_after
+
+    # -- writing ---------------------------------------------------------------
+
+    def upsert(self, profile: AgentProfile) -> None:
+        """Add or replace an entry (own instances are applied at once, not via Redis)."""
+        old = self._entries.get(profile.agent_id)
+        if old is not None:
+            self._unindex(old)
+        entry = ViewEntry(profile, profile.proficiencies(), anyio.current_time())
+        self._entries[profile.agent_id] = entry
+        for cap in entry.proficiencies:
+            self._by_capability.setdefault(cap, set()).add(profile.agent_id)
+
+    def set_state(self, agent_id: str, status: AgentStatus, load: int, capacity: int) -> bool:
+        """Apply a heartbeat; False when the instance is unknown."""
+        entry = self._entries.get(agent_id)
+        if entry is None:
+            return False
+        entry.profile.status = status
+        entry.profile.load = load
+        entry.profile.capacity = capacity
+        entry.seen = anyio.current_time()
+        return True
+
+    def remove(self, agent_id: str) -> None:
+        entry = self._entries.pop(agent_id, None)
+        if entry is not None:
+            self._unindex(entry)
+
+    def _unindex(self, entry: ViewEntry) -> None:
+        for cap in entry.proficiencies:
+            ids = self._by_capability.get(cap)
+            if ids is not None:
+                ids.discard(entry.agent_id)
+                if not ids:
+                    del self._by_capability[cap]
+
+    def _replace_all(self, profiles: Sequence[AgentProfile]) -> None:
+        self._entries.clear()
+        self._by_capability.clear()
+        for profile in profiles:
+            self.upsert(profile)
+
+    # -- keeping fresh -----------------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Follow the registry until cancelled, reconnecting with backoff while Redis is away.
+
+        Reports started at once: routing waits on :attr:`ready`, never on Redis.
+        """
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._sweep_periodically)
+            task_status.started()
+            backoff = 0.1
+            while True:
+                try:
+                    await self._follow()
+                except (Unavailable, redis.exceptions.RedisError, OSError) as exc:
+                    if self.connected:
+                        log.warning(
+                            "registry events lost (%s); routing from the last known view", exc
+                        )
+                    else:
+                        log.debug("registry still unreachable: %s", exc)
+                    self.connected = False
+                await anyio.sleep(backoff * (1 + random.random()))
+                backoff = min(backoff * 2, self.registry.heartbeat_interval)
+
+    async def _follow(self) -> None:
+        pubsub = self.registry.redis.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe(self.registry.keys.events)
+            self._replace_all(await self.registry.list_agents())
+            self.connected = True
+            self.resyncs += 1
+            self.ready.set()
+            while True:
+                msg = await pubsub.get_message(timeout=1.0)
+                if msg is not None and msg.get("type") == "message":
+                    await self._apply(msg["data"])
+        finally:
+            with (
+                anyio.CancelScope(shield=True),
+                anyio.move_on_after(1),
+                contextlib.suppress(redis.exceptions.RedisError, OSError),
+            ):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def _apply(self, raw: str | bytes) -> None:
+        try:
+            event = _event_decoder.decode(raw)
+        except msgspec.MsgspecError:
+            log.warning("malformed registry event dropped: %r", raw[:200])
+            return
+        if event.e == "down":
+            self.remove(event.id)
+            return
+        if (
+            event.e == "st"
+            and event.status is not None
+            and self.set_state(event.id, event.status, event.load or 0, event.capacity or 0)
+        ):
+            return
+        if event.e in ("reg", "st"):
+            profile = await self.registry.get(event.id)
+            if profile is not None:
+                self.upsert(profile)
+
+    async def _sweep_periodically(self) -> None:
+        while True:
+            await anyio.sleep(self.registry.ttl * (1 + random.random()))
+            try:
+                await self.registry.sweep()
+            except Unavailable as exc:
+                log.debug("sweep failed: %s", exc)

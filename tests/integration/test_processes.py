@@ -1,0 +1,143 @@
+"""Agents in separate OS processes, against real nats-server and Redis."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+import anyio
+import pytest
+
+from a2a import AgentLost, Runtime, Settings, by_capability
+from discovery import AgentProfile
+from tests.helpers import AgentProcess
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+
+async def instances(rt: Runtime, name: str) -> list[AgentProfile]:
+    assert rt.registry is not None
+    return [p for p in await rt.registry.list_agents() if p.name == name]
+
+
+async def wait_instances(
+    rt: Runtime, name: str, count: int, timeout: float = 20.0
+) -> list[AgentProfile]:
+    with anyio.fail_after(timeout):
+        while len(found := await instances(rt, name)) < count:
+            await anyio.sleep(0.05)
+    return found
+
+
+async def test_a_call_chain_crosses_three_processes(settings: Settings) -> None:
+    with (
+        AgentProcess(settings, "tests.agents:echo") as echo_proc,
+        AgentProcess(settings, "tests.agents:relay") as relay_proc,
+    ):
+        async with Runtime(settings) as rt:
+            await rt.wait_for_agents(["echo", "relay"], timeout=20)
+            out = await rt.call(
+                "relay", "forward", {"target": "echo", "action": "whoami"}, user_id="u-1"
+            )
+            assert out["result"]["pid"] == echo_proc.pid != os.getpid()
+            assert out["via"].startswith("relay-") and out["hop"] == 1 and out["depth"] == 0
+            routed = await rt.call(
+                "relay", "forward", {"capabilities": ["text"], "action": "echo", "params": {"k": 1}}
+            )
+            assert routed["result"] == {"k": 1}
+            direct = await rt.call(by_capability("echo"), "whoami")
+            assert direct["pid"] == echo_proc.pid
+        assert relay_proc.proc is not None and relay_proc.proc.poll() is None
+
+
+async def test_each_request_goes_to_exactly_one_instance_of_a_pool(settings: Settings) -> None:
+    with (
+        AgentProcess(settings, "tests.agents:echo") as p1,
+        AgentProcess(settings, "tests.agents:echo") as p2,
+    ):
+        async with Runtime(settings) as rt:
+            await wait_instances(rt, "echo", 2)
+            answers: list[int] = []
+
+            async def one() -> None:
+                answers.append((await rt.call("echo", "whoami"))["pid"])
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(60):
+                    tg.start_soon(one)
+            assert len(answers) == 60
+            assert set(Counter(answers)) == {p1.pid, p2.pid}  # both served, each request once
+
+
+async def test_a_callee_killed_mid_call_surfaces_quickly_as_a_typed_error(
+    settings: Settings,
+) -> None:
+    with AgentProcess(settings, "tests.agents:echo") as proc:
+        async with Runtime(settings) as rt:
+            await rt.wait_for_agents(["echo"], timeout=20)
+            result: dict[str, Any] = {}
+
+            async def call() -> None:
+                start = anyio.current_time()
+                try:
+                    await rt.call("echo", "sleep", {"seconds": 60}, timeout=30)
+                except AgentLost as exc:
+                    result["error"] = exc
+                result["elapsed"] = anyio.current_time() - start
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await anyio.sleep(0.5)
+                killed_at = anyio.current_time()
+                proc.kill()
+            surfaced = anyio.current_time() - killed_at
+            assert isinstance(result.get("error"), AgentLost)
+            assert result["error"].agent is not None and result["error"].agent.startswith("echo-")
+            assert surfaced < 3.0, f"took {surfaced:.2f}s; the TTL was 30s"
+            print(
+                f"\nSIGKILLed callee surfaced as AGENT_LOST {surfaced:.2f}s after the kill "
+                "(TTL 30s)"
+            )
+            assert len(rt.bus.pending) == 0
+
+
+async def test_a_killed_instance_leaves_the_registry_within_three_heartbeats(
+    settings: Settings,
+) -> None:
+    with AgentProcess(settings, "tests.agents:echo") as proc:
+        async with Runtime(settings) as rt:
+            (registered,) = await wait_instances(rt, "echo", 1)
+            await anyio.sleep(
+                settings.heartbeat_interval
+            )  # let it settle into its heartbeat rhythm
+            proc.kill()
+            killed_at = anyio.current_time()
+            with anyio.fail_after(5):
+                while await instances(rt, "echo"):
+                    await anyio.sleep(0.02)
+            gone_after = anyio.current_time() - killed_at
+            assert gone_after <= 3 * settings.heartbeat_interval + 0.1
+            print(
+                f"\nkilled instance left the registry after {gone_after:.2f}s "
+                f"(3 heartbeats = {3 * settings.heartbeat_interval:.2f}s)"
+            )
+            assert rt.view is not None
+            with anyio.fail_after(3 * settings.heartbeat_interval + 1):
+                while rt.view.get(registered.agent_id) is not None:
+                    await anyio.sleep(0.02)
+
+
+async def test_a_clean_shutdown_deregisters_at_once(settings: Settings) -> None:
+    slow = Settings(
+        **{
+            **{f: getattr(settings, f) for f in settings.__struct_fields__},
+            "heartbeat_interval": 5.0,
+        }
+    )
+    with AgentProcess(slow, "tests.agents:echo") as proc:
+        async with Runtime(slow) as rt:
+            await wait_instances(rt, "echo", 1)
+            assert proc.terminate() == 0
+            assert await instances(rt, "echo") == []  # gone long before its 15 s TTL
+            assert "serving echo" in proc.output()

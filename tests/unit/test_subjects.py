@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import pytest
+
+from bus import Subjects
+from transports import subject_matches, validate_subject
+
+
+@pytest.mark.parametrize(
+    ("pattern", "subject", "expected"),
+    [
+        ("a.b.c", "a.b.c", True),
+        ("a.*.c", "a.b.c", True),
+        ("a.*.c", "a.b.d", False),
+        ("a.>", "a.b.c", True),
+        ("a.>", "a", False),
+        ("a.b", "a.b.c", False),
+        ("a.b.c", "a.b", False),
+        ("*", "a", True),
+        ("*", "a.b", False),
+        (">", "a.b", True),
+    ],
+)
+def test_subject_matching_follows_nats_rules(pattern: str, subject: str, expected: bool) -> None:
+    assert subject_matches(pattern, subject) is expected
+
+
+@pytest.mark.parametrize("bad", ["", "a..b", "a b", "a.>.b", "a.b*"])
+def test_invalid_subjects_are_refused(bad: str) -> None:
+    with pytest.raises(ValueError):
+        validate_subject(bad, wildcards=True)
+
+
+def test_subject_layout() -> None:
+    s = Subjects("prod")
+    assert s.agent("planner") == "a2a.prod.agent.planner"
+    assert s.instance("planner-1a2b") == "a2a.prod.inst.planner-1a2b"
+    assert s.notify("build.done") == "a2a.prod.notify.build.done"
+    assert s.reply_prefix("r1") == "a2a.prod.reply.r1."
+    assert s.cancel == "a2a.prod.cancel"
+    assert s.audit("reader") == "a2a.prod.audit.reader"
+    for bad in ("a.b", "x y", "", "*"):
+        with pytest.raises(ValueError):
+            s.agent(bad)

@@ -1,0 +1,190 @@
+"""Transport over a real NATS server, built on nats-py."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import ssl
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import nats
+import nats.errors
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription as NatsSubscription
+
+from .base import MessageHandler, Subscription, Transport
+from .errors import MessageTooLarge, NotConnected, TransportClosed, TransportError
+
+__all__ = ["NatsTransport"]
+
+log = logging.getLogger("a2a.transport.nats")
+
+# Messages a subscription may hold before nats-py drops them as a "slow consumer".
+# Subscribers in this project hand each message off at once, so this only absorbs bursts.
+PENDING_MSGS_LIMIT = 256 * 1024
+PENDING_BYTES_LIMIT = 256 * 1024 * 1024
+
+
+class _NatsSubscription(Subscription):
+    def __init__(self, sub: NatsSubscription) -> None:
+        self._sub = sub
+        self.subject = sub.subject
+
+    async def unsubscribe(self) -> None:
+        with contextlib.suppress(
+            nats.errors.ConnectionClosedError, nats.errors.BadSubscriptionError
+        ):
+            await self._sub.unsubscribe()
+
+
+class NatsTransport(Transport):
+    """A NATS connection that reconnects forever and reports slow consumers.
+
+    Build one with :meth:`connect`; ``nc`` is the underlying nats-py client.
+    """
+
+    def __init__(self, nc: NatsClient) -> None:
+        self.nc = nc
+        self.slow_consumer_drops = 0
+        self.closing = False
+
+    @classmethod
+    async def connect(
+        cls,
+        servers: str | Sequence[str],
+        *,
+        name: str | None = None,
+        user: str | None = None,
+        password: str | None = None,
+        token: str | None = None,
+        nkeys_seed: str | None = None,
+        creds_file: str | None = None,
+        tls: ssl.SSLContext | None = None,
+        connect_timeout: float = 5.0,
+        reconnect_time_wait: float = 0.25,
+        ping_interval: float = 10.0,
+    ) -> NatsTransport:
+        """Connect to ``servers`` (``nats://host:port``, comma-separated or a list).
+
+        Raises:
+            TransportError: no server could be reached or authentication failed.
+        """
+        if isinstance(servers, str):
+            servers = [s.strip() for s in servers.split(",") if s.strip()]
+        transport: NatsTransport | None = None
+
+        async def error_cb(exc: Exception) -> None:
+            if isinstance(exc, nats.errors.SlowConsumerError) and transport is not None:
+                transport.slow_consumer_drops += 1
+                log.error("slow consumer on %s: message dropped", exc.subject)
+            else:
+                log.debug("nats: %s", exc)
+
+        async def disconnected_cb() -> None:
+            if transport is not None and not transport.closing:
+                log.warning("disconnected from NATS; reconnecting")
+
+        async def reconnected_cb() -> None:
+            log.warning("reconnected to NATS at %s", nc.connected_url)
+
+        options: dict[str, Any] = dict(
+            servers=list(servers),
+            name=name,
+            error_cb=error_cb,
+            disconnected_cb=disconnected_cb,
+            reconnected_cb=reconnected_cb,
+            allow_reconnect=True,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=reconnect_time_wait,
+            connect_timeout=connect_timeout,
+            ping_interval=ping_interval,
+            max_outstanding_pings=3,
+            user=user,
+            password=password,
+            token=token,
+            tls=tls,
+        )
+        if nkeys_seed:
+            options["nkeys_seed"] = nkeys_seed
+        if creds_file:
+            options["user_credentials"] = creds_file
+        nc = NatsClient()
+        try:
+            await nc.connect(**options)
+        except Exception as exc:  # nats-py raises a variety of errors and OSErrors here
+            await _close_quietly(nc)
+            raise TransportError(f"cannot connect to NATS at {', '.join(servers)}: {exc}") from exc
+        transport = cls(nc)
+        return transport
+
+    async def publish(
+        self,
+        subject: str,
+        data: bytes,
+        *,
+        reply: str = "",
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        try:
+            await self.nc.publish(
+                subject, data, reply=reply, headers=dict(headers) if headers else None
+            )
+        except nats.errors.MaxPayloadError as exc:
+            raise MessageTooLarge(len(data), self.nc.max_payload) from exc
+        except nats.errors.OutboundBufferLimitError as exc:
+            raise NotConnected("NATS is disconnected and the reconnect buffer is full") from exc
+        except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError) as exc:
+            raise TransportClosed("NATS connection is closed") from exc
+        except nats.errors.Error as exc:
+            raise TransportError(str(exc) or type(exc).__name__) from exc
+
+    async def subscribe(
+        self, subject: str, handler: MessageHandler, *, queue: str = ""
+    ) -> Subscription:
+        async def cb(msg: Msg) -> None:
+            await handler(msg)
+
+        try:
+            sub = await self.nc.subscribe(
+                subject,
+                queue=queue,
+                cb=cb,
+                pending_msgs_limit=PENDING_MSGS_LIMIT,
+                pending_bytes_limit=PENDING_BYTES_LIMIT,
+            )
+        except nats.errors.ConnectionClosedError as exc:
+            raise TransportClosed("NATS connection is closed") from exc
+        except nats.errors.Error as exc:
+            raise TransportError(str(exc) or type(exc).__name__) from exc
+        return _NatsSubscription(sub)
+
+    async def flush(self, timeout: float = 5.0) -> None:
+        try:
+            await self.nc.flush(timeout=max(1, round(timeout)))
+        except nats.errors.ConnectionClosedError as exc:
+            raise TransportClosed("NATS connection is closed") from exc
+        except nats.errors.Error as exc:
+            raise TransportError(str(exc) or type(exc).__name__) from exc
+
+    async def aclose(self) -> None:
+        self.closing = True
+        await _close_quietly(self.nc)
+
+    @property
+    def max_payload(self) -> int:
+        return int(self.nc.max_payload)
+
+    @property
+    def is_connected(self) -> bool:
+        return bool(self.nc.is_connected)
+
+
+async def _close_quietly(nc: NatsClient) -> None:
+    if nc.is_closed:
+        return
+    try:
+        await nc.close()
+    except Exception as exc:  # closing a half-open connection may raise anything
+        log.debug("error closing NATS connection: %s", exc)

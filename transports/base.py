@@ -1,0 +1,113 @@
+"""The transport contract: bytes in, bytes out, NATS subject semantics.
+
+A transport publishes raw bytes on subjects, delivers messages to subscribers (one
+member per queue group), and answers a request published to a subject nobody listens
+on with a "no responders" status message (``Status: 503`` header) on its reply subject,
+as nats-server does. Codecs, envelopes and correlation live in ``bus``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Protocol
+
+__all__ = [
+    "NO_RESPONDERS_STATUS",
+    "Message",
+    "MessageHandler",
+    "Subscription",
+    "Transport",
+    "is_no_responders",
+]
+
+NO_RESPONDERS_STATUS = "503"
+
+
+class Message(Protocol):
+    """A delivered message. nats-py's ``Msg`` satisfies this structurally."""
+
+    @property
+    def subject(self) -> str: ...
+    @property
+    def data(self) -> bytes: ...
+    @property
+    def reply(self) -> str: ...
+    @property
+    def headers(self) -> Mapping[str, str] | None: ...
+
+
+MessageHandler = Callable[[Message], Awaitable[None]]
+
+
+def is_no_responders(msg: Message) -> bool:
+    """True for the status message a server sends when a request had no subscriber."""
+    headers = msg.headers
+    return bool(headers) and not msg.data and headers.get("Status") == NO_RESPONDERS_STATUS  # type: ignore[union-attr]
+
+
+class Subscription(abc.ABC):
+    """Interest in a subject; ``unsubscribe`` stops delivery."""
+
+    subject: str
+
+    @abc.abstractmethod
+    async def unsubscribe(self) -> None: ...
+
+
+class Transport(abc.ABC):
+    """A connection to a message server.
+
+    Handlers passed to :meth:`subscribe` are awaited one message at a time per
+    subscription, in a task the transport owns; a handler must hand slow work off.
+    """
+
+    @abc.abstractmethod
+    async def publish(
+        self,
+        subject: str,
+        data: bytes,
+        *,
+        reply: str = "",
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Publish ``data`` on ``subject``.
+
+        Raises:
+            MessageTooLarge: ``data`` exceeds :attr:`max_payload`.
+            NotConnected: disconnected and the reconnect buffer is full.
+            TransportClosed: the transport was closed.
+        """
+
+    @abc.abstractmethod
+    async def subscribe(
+        self, subject: str, handler: MessageHandler, *, queue: str = ""
+    ) -> Subscription:
+        """Deliver messages matching ``subject`` to ``handler``.
+
+        With ``queue``, each message goes to one member of the queue group.
+        """
+
+    @abc.abstractmethod
+    async def flush(self, timeout: float = 5.0) -> None:
+        """Wait until everything published so far has reached the server."""
+
+    @abc.abstractmethod
+    async def aclose(self) -> None:
+        """Close the connection; later calls raise :class:`TransportClosed`."""
+
+    @property
+    @abc.abstractmethod
+    def max_payload(self) -> int:
+        """Largest message the server accepts, in bytes."""
+
+    @property
+    def is_connected(self) -> bool:
+        """True while the connection to the server is up."""
+        return True
+
+    async def __aenter__(self) -> Transport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
