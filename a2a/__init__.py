@@ -25,6 +25,15 @@ from bus.errors import PermissionDenied as PermissionDenied
 from bus.errors import Unavailable as Unavailable
 from bus.errors import UnknownAction as UnknownAction
 from bus.errors import UnsupportedVersion as UnsupportedVersion
+from bus.handoff import Artifact as Artifact
+from bus.handoff import ChatMessage as ChatMessage
+from bus.handoff import ContextFilter as ContextFilter
+from bus.handoff import Delegation as Delegation
+from bus.handoff import DelegationResult as DelegationResult
+from bus.handoff import FilteredContext as FilteredContext
+from bus.handoff import Grants as Grants
+from bus.handoff import HandoffData as HandoffData
+from bus.handoff import SourceRef as SourceRef
 from bus.wire import PROTOCOL_VERSION as PROTOCOL_VERSION
 from bus.wire import SUPPORTED_VERSIONS as SUPPORTED_VERSIONS
 from bus.wire import Envelope as Envelope
@@ -44,7 +53,23 @@ from .agent import Agent as Agent
 from .audit import AuditRecord as AuditRecord
 from .config import Settings as Settings
 from .context import Context as Context
+from .context_builder import ContextBuilder as ContextBuilder
+from .context_builder import TokenCounter as TokenCounter
+from .context_builder import estimate_tokens as estimate_tokens
+from .delegation import DelegationRequest as DelegationRequest
+from .delegation import DelegationResponse as DelegationResponse
+from .delegation import DelegationStep as DelegationStep
+from .delegation import FanOutResult as FanOutResult
+from .delegation import SubAgentArgs as SubAgentArgs
+from .delegation import SubAgentResult as SubAgentResult
+from .history import HistoryStore as HistoryStore
+from .history import Interaction as Interaction
 from .policy import Policy as Policy
+from .redact import Redactor as Redactor
+from .redact import Rule as Rule
+from .roster import AgentRules as AgentRules
+from .roster import Roster as Roster
+from .roster import RosterError as RosterError
 from .route import Route as Route
 from .route import by_capability as by_capability
 from .route import by_instance as by_instance
@@ -59,16 +84,32 @@ __all__ = [
     "AgentError",
     "AgentLost",
     "AgentProfile",
+    "AgentRules",
+    "Artifact",
     "AuditRecord",
     "BudgetExceeded",
     "Cancelled",
+    "ChatMessage",
     "Context",
+    "ContextBuilder",
+    "ContextFilter",
     "CycleDetected",
     "DeadlineExceeded",
+    "Delegation",
+    "DelegationRequest",
+    "DelegationResponse",
+    "DelegationResult",
+    "DelegationStep",
     "Envelope",
     "ErrorEnvelope",
     "ErrorInfo",
     "FanOutExceeded",
+    "FanOutResult",
+    "FilteredContext",
+    "Grants",
+    "HandoffData",
+    "HistoryStore",
+    "Interaction",
     "InvalidEnvelope",
     "InvalidParams",
     "LimitExceeded",
@@ -83,16 +124,25 @@ __all__ = [
     "PayloadTooLarge",
     "PermissionDenied",
     "Policy",
+    "Redactor",
     "Registry",
     "RequestEnvelope",
     "ResponseEnvelope",
+    "Roster",
+    "RosterError",
     "Route",
+    "Rule",
     "Runtime",
     "Settings",
+    "SourceRef",
+    "SubAgentArgs",
+    "SubAgentResult",
+    "TokenCounter",
     "TokenUsage",
     "Unavailable",
     "UnknownAction",
     "UnsupportedVersion",
     "by_capability",
     "by_instance",
+    "estimate_tokens",
 ]

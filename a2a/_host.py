@@ -18,14 +18,23 @@ from bus.errors import (
     A2AError,
     AgentError,
     Cancelled,
+    CycleDetected,
     DeadlineExceeded,
     InvalidEnvelope,
     Overloaded,
     PayloadTooLarge,
     UnknownAction,
 )
+from bus.handoff import ChatMessage, DelegationResult
 from bus.ids import new_id
-from bus.limits import check_cycle, check_depth, check_hops, local_deadline
+from bus.limits import (
+    check_budget,
+    check_cycle,
+    check_depth,
+    check_fan_out,
+    check_hops,
+    local_deadline,
+)
 from bus.wire import (
     PROTOCOL_VERSION,
     Envelope,
@@ -44,6 +53,8 @@ from ._slots import Slots
 from .agent import Action, Agent
 from .audit import AuditRecord, outcome_of
 from .context import Context
+from .delegation import as_delegation_result
+from .history import objective_key
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -94,6 +105,14 @@ class _InFlight:
         if self.reason is None:
             self.reason = reason
             self.task.cancel()
+
+
+def _params_of(env: RequestEnvelope | NotificationEnvelope) -> dict[str, Any]:
+    """The action's parameters: ``payload.parameters``, or a delegation's structured ``input``."""
+    if env.payload.parameters is not None:
+        return env.payload.parameters
+    d = env.delegation
+    return d.input if d is not None and isinstance(d.input, dict) else {}
 
 
 class AgentHost:
@@ -159,33 +178,30 @@ class AgentHost:
         subjects = self.runtime.bus.subjects
         transport = self.runtime.bus.transport
         name = self.agent.name
-        self._subs.append(
-            await transport.subscribe(subjects.agent(name), self.on_message, queue=name)
-        )
-        self._subs.append(
-            await transport.subscribe(subjects.instance(self.instance_id), self.on_message)
-        )
+        self._subs.append(await transport.subscribe(subjects.agent(name), self.on_message, queue=name))
+        self._subs.append(await transport.subscribe(subjects.instance(self.instance_id), self.on_message))
         for topic in self.agent.topics:
-            self._subs.append(
-                await transport.subscribe(subjects.notify(topic), self.on_message, queue=name)
-            )
+            self._subs.append(await transport.subscribe(subjects.notify(topic), self.on_message, queue=name))
         self.runtime._spawn(self._acknowledge_held_calls())
 
     async def _acknowledge_held_calls(self) -> None:
         """Tell callers which instance holds their long-running calls."""
         headers = {ACK_HEADER: self.instance_id}
+        # Only runtimes understand acks; a plain NATS requester would take one for the reply.
+        runtime_replies = self.runtime.bus.subjects.reply_root
         while not self.stopping:
             await anyio.sleep(ACK_AFTER)
             cutoff = anyio.current_time() - ACK_AFTER
             for inflight in list(self._inflight.values()):
-                if not inflight.acked and inflight.reply and inflight.started < cutoff:
-                    inflight.acked = True
-                    try:
-                        await self.runtime.bus.transport.publish(
-                            inflight.reply, b"", headers=headers
-                        )
-                    except TransportError as exc:
-                        log.debug("ack to %s lost: %s", inflight.reply, exc)
+                if inflight.acked or inflight.started >= cutoff:
+                    continue
+                inflight.acked = True
+                if not inflight.reply.startswith(runtime_replies):
+                    continue
+                try:
+                    await self.runtime.bus.transport.publish(inflight.reply, b"", headers=headers)
+                except TransportError as exc:
+                    log.debug("ack to %s lost: %s", inflight.reply, exc)
 
     async def stop(self, grace: float) -> None:
         """Stop taking messages; give running handlers ``grace`` seconds, then cancel them."""
@@ -267,11 +283,9 @@ class AgentHost:
         if env is not None and self.runtime.audit.enabled:
             await self.runtime.audit.emit(self._record(env, started, t0, error))
         elif error is not None:
-            log.warning(
-                "%s: refused undecodable message on %s: %s", self.instance_id, msg.subject, error
-            )
+            log.warning("%s: refused undecodable message on %s: %s", self.instance_id, msg.subject, error)
 
-    def _decode(self, msg: Message) -> Envelope:
+    def _decode(self, msg: Message) -> RequestEnvelope | NotificationEnvelope:
         env = codec.decode_envelope(msg.data)
         if not isinstance(env, (RequestEnvelope, NotificationEnvelope)):
             raise InvalidEnvelope(
@@ -280,17 +294,49 @@ class AgentHost:
             )
         return env
 
-    def _admit(self, env: Envelope, now: float) -> Context:
+    def _admit(self, env: RequestEnvelope | NotificationEnvelope, now: float) -> Context:
         """Callee-side checks; the caller's checks are never trusted."""
         codec.ensure_supported_version(env)
         meta = env.metadata
         check_hops(meta)
         check_depth(meta)
         check_cycle(meta, self.agent.name)
+        check_fan_out(meta)
         deadline = local_deadline(meta, now)
-        self.runtime.policy.admit(self.agent, env)
-        assert isinstance(env, (RequestEnvelope, NotificationEnvelope))
-        return Context(self.runtime, self, env, deadline)
+        self.runtime.policy.admit(self.agent.name, env)
+        action = self._action(env)
+        check_budget(meta, action.estimated_tokens)
+        ctx = Context(self.runtime, self, env, deadline)
+        ctx.action = action
+        ctx.params = _params_of(env)
+        action.validate(ctx.params)
+        return ctx
+
+    async def _admit_stored(self, ctx: Context) -> str | None:
+        """Checks that need the history store: user isolation and objectives in progress.
+
+        Returns the key of the objective this request now holds, to release when done.
+        """
+        history = self.runtime.history
+        env = ctx.request
+        if history is None or (env.user_id is None and env.delegation is None):
+            return None
+        if env.user_id is not None:
+            await history.claim(env.conversation_id, env.user_id)
+            if env.delegation is not None and env.delegation.thread_id:
+                await history.claim(env.delegation.thread_id, env.user_id)
+        d = env.delegation
+        if d is None or not d.objective:
+            return None
+        key = objective_key(env.conversation_id, env.source_agent_id, self.agent.name, d.objective)
+        ttl_ms = max(1, int((ctx.deadline - self.runtime.clock()) * 1000))
+        holder = await history.start_objective(key, ctx.correlation_id, ttl_ms)
+        if holder is not None and holder != ctx.correlation_id:
+            raise CycleDetected(
+                f"{env.source_agent_id} -> {self.agent.name} with the same objective is already in progress",
+                details={"objective": d.objective, "inProgress": holder},
+            )
+        return key
 
     def _action(self, env: Envelope) -> Action:
         name = env.payload.action
@@ -305,6 +351,33 @@ class AgentHost:
         return action
 
     async def _run(self, ctx: Context, reply: str) -> Any:
+        result = await self._run_handler(ctx, reply)
+        if ctx.request.delegation is not None:
+            result = await self._finish_delegation(ctx, result)
+        return result
+
+    async def _finish_delegation(self, ctx: Context, value: Any) -> DelegationResult:
+        """Shape a delegated task's outcome as a DelegationResult and keep the thread's history."""
+        result = as_delegation_result(value)
+        if not result.tool_calls and ctx.tools_used:
+            result.tool_calls = list(ctx.tools_used)
+        d = ctx.request.delegation
+        history = self.runtime.history
+        if d is not None and d.thread_id and history is not None:
+            now = time.time()
+            await history.append(
+                d.thread_id,
+                ChatMessage(role="user", name=ctx.request.source_agent_id, content=d.task, created_at=now),
+                ChatMessage(
+                    role="assistant",
+                    name=self.agent.name,
+                    content=result.result or result.summary,
+                    created_at=now,
+                ),
+            )
+        return result
+
+    async def _run_handler(self, ctx: Context, reply: str) -> Any:
         """Run the handler in this task, under the deadline, cancellable by withdraw/stop.
 
         Cancellation is the task's own (``Task.cancel``) rather than a cancel scope: a
@@ -312,9 +385,9 @@ class AgentHost:
         The reason recorded on ``_InFlight`` tells our cancellations from a shutdown of
         the whole runtime, which keeps propagating.
         """
-        action = self._action(ctx.request)
-        params = ctx.request.payload.parameters or {}
-        action.validate(params)
+        action = ctx.action
+        assert action is not None
+        params = ctx.params
         task = asyncio.current_task()
         assert task is not None
         loop = task.get_loop()
@@ -322,7 +395,9 @@ class AgentHost:
         correlation_id = ctx.correlation_id
         self._inflight[correlation_id] = inflight
         timer = loop.call_at(ctx.deadline, inflight.cancel, DEADLINE)
+        objective: str | None = None
         try:
+            objective = await self._admit_stored(ctx)
             await self.slots.acquire()
             ctx._holds_slot = True
             self._check_status()
@@ -336,9 +411,7 @@ class AgentHost:
             if inflight.reason is None or task.uncancel() > 0:
                 raise  # not ours (the runtime is closing): keep cancelling
             if inflight.reason == WITHDRAWN:
-                raise Cancelled(
-                    "the caller withdrew the call", details={"reason": WITHDRAWN}
-                ) from None
+                raise Cancelled("the caller withdrew the call", details={"reason": WITHDRAWN}) from None
             if inflight.reason == SHUTDOWN:
                 raise Cancelled(
                     f"{self.instance_id} is shutting down", details={"reason": SHUTDOWN}
@@ -349,6 +422,9 @@ class AgentHost:
         finally:
             timer.cancel()
             del self._inflight[correlation_id]
+            if objective is not None and self.runtime.history is not None:
+                with anyio.CancelScope(shield=True), contextlib.suppress(A2AError):
+                    await self.runtime.history.finish_objective(objective, correlation_id)
 
     # -- replying ----------------------------------------------------------------------
 
@@ -369,16 +445,14 @@ class AgentHost:
             try:
                 data = self.runtime.bus.encode(reply)
             except (TypeError, msgspec.EncodeError) as exc:
-                error = AgentError(
-                    f"result of {env.payload.action!r} is not JSON-serialisable: {exc}"
-                )
+                error = AgentError(f"result of {env.payload.action!r} is not JSON-serialisable: {exc}")
             except PayloadTooLarge as exc:
                 error = exc
             else:
                 await self._send_raw(msg, data)
                 return
             error.located(self.agent.name, env.metadata.hop_count)
-        await self._send_reply(msg, self._error_envelope(msg, env, error))
+        await self._send_reply(msg, self._error_envelope(msg, env, error, ctx))
 
     def _response(self, env: RequestEnvelope, result: Any, ctx: Context) -> ResponseEnvelope:
         meta = env.metadata
@@ -406,7 +480,9 @@ class AgentHost:
             ),
         )
 
-    def _error_envelope(self, msg: Message, env: Envelope | None, error: A2AError) -> ErrorEnvelope:
+    def _error_envelope(
+        self, msg: Message, env: Envelope | None, error: A2AError, ctx: Context | None = None
+    ) -> ErrorEnvelope:
         correlation_id = env.metadata.correlation_id if env else msg.reply.rsplit(".", 1)[-1]
         return ErrorEnvelope(
             message_id=new_id(),
@@ -416,7 +492,11 @@ class AgentHost:
             in_reply_to=env.message_id if env else None,
             user_id=env.user_id if env else None,
             protocol_version=PROTOCOL_VERSION,
-            payload=Payload(action=env.payload.action if env else "", error=error.to_info()),
+            payload=Payload(
+                action=env.payload.action if env else "",
+                error=error.to_info(),
+                usage=ctx.usage if ctx is not None and ctx.usage.total else None,
+            ),
             metadata=Metadata(
                 timestamp=_now_ms(),
                 correlation_id=correlation_id or "unknown",
@@ -448,9 +528,7 @@ class AgentHost:
         else:
             self.stats.failed += 1
 
-    def _record(
-        self, env: Envelope, started: int, t0: float, error: A2AError | None
-    ) -> AuditRecord:
+    def _record(self, env: Envelope, started: int, t0: float, error: A2AError | None) -> AuditRecord:
         meta = env.metadata
         return AuditRecord(
             request_id=meta.correlation_id,
@@ -468,6 +546,7 @@ class AgentHost:
             user_id=env.user_id,
             parent_id=meta.parent_id,
             routed_by=",".join(env.required_capabilities) if env.required_capabilities else None,
+            objective=env.delegation.objective or None if env.delegation else None,
             error_code=error.code if error else None,
             error_message=error.message if error else None,
             error_agent=error.agent if error else None,

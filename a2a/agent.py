@@ -32,18 +32,25 @@ class Action:
     handler: Handler
     input_schema: Mapping[str, Any] | None = None
     description: str = ""
+    estimated_tokens: int = 0
+    """Expected token cost; a call whose budget is smaller is refused on arrival."""
     _validator: jsonschema.protocols.Validator | None = field(default=None, repr=False)
 
     @classmethod
     def build(
-        cls, name: str, handler: Handler, input_schema: Mapping[str, Any] | None, description: str
+        cls,
+        name: str,
+        handler: Handler,
+        input_schema: Mapping[str, Any] | None,
+        description: str = "",
+        estimated_tokens: int = 0,
     ) -> Action:
         validator = None
         if input_schema is not None:
             validator_cls = jsonschema.validators.validator_for(input_schema)
             validator_cls.check_schema(input_schema)
             validator = validator_cls(input_schema)
-        return cls(name, handler, input_schema, description, validator)
+        return cls(name, handler, input_schema, description, estimated_tokens, validator)
 
     def validate(self, params: dict[str, Any]) -> None:
         """Raise InvalidParams naming the failing path unless ``params`` meet the schema."""
@@ -106,11 +113,13 @@ class Agent:
         *,
         input_schema: Mapping[str, Any] | None = None,
         description: str = "",
+        estimated_tokens: int = 0,
     ) -> Callable[[H], H]:
         """Register the decorated coroutine ``handler(ctx, params)`` for an action.
 
         The handler's return value must be JSON-serialisable; raising an A2AError
         sends that typed error back, any other exception goes back as AGENT_ERROR.
+        ``estimated_tokens`` refuses calls whose token budget is smaller on arrival.
         """
 
         def decorate(handler: H) -> H:
@@ -118,7 +127,11 @@ class Agent:
             if action in self.actions:
                 raise ValueError(f"{self.name} already has an action {action!r}")
             self.actions[action] = Action.build(
-                action, handler, input_schema, description or (handler.__doc__ or "").strip()
+                action,
+                handler,
+                input_schema,
+                description or (handler.__doc__ or "").strip(),
+                estimated_tokens,
             )
             return handler
 

@@ -1,11 +1,20 @@
-"""Audit records: one per A2A exchange, published on ``a2a.<ns>.audit.<agent>``."""
+"""Audit records: one per A2A exchange, published on ``a2a.<ns>.audit.<agent>``.
+
+A JetStream stream (``A2A_AUDIT_<ns>``, created by every runtime that finds JetStream)
+keeps them; :func:`read_audit` reads them back with filters. Objectives and error
+messages are redacted before they are written; parameters and results never are.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Literal
 
 import msgspec
+import nats.errors
+import nats.js.errors
+from nats.js.api import DeliverPolicy, StorageType, StreamConfig
 
 from bus import Bus
 from bus.errors import (
@@ -19,8 +28,27 @@ from bus.errors import (
     UnsupportedVersion,
 )
 from bus.wire import Wire
+from transports import NatsTransport
 
-__all__ = ["AuditLog", "AuditRecord", "Outcome", "outcome_of"]
+from .redact import Redactor
+
+__all__ = [
+    "AUDIT_MAX_AGE",
+    "AuditFilter",
+    "AuditLog",
+    "AuditRecord",
+    "Outcome",
+    "outcome_of",
+    "read_audit",
+    "stream_name",
+]
+
+AUDIT_MAX_AGE = 7 * 24 * 3600.0
+
+
+def stream_name(namespace: str) -> str:
+    return f"A2A_AUDIT_{namespace}"
+
 
 log = logging.getLogger("a2a.audit")
 
@@ -77,23 +105,52 @@ class AuditRecord(Wire):
 
 
 _encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(AuditRecord)
 
 
 class AuditLog:
     """Publishes audit records; a failure to publish is logged, never raised into a call."""
 
-    def __init__(self, bus: Bus, *, enabled: bool = True) -> None:
+    def __init__(self, bus: Bus, *, enabled: bool = True, redactor: Redactor | None = None) -> None:
         self.bus = bus
         self.enabled = enabled
+        self.redactor = redactor or Redactor()
         self.dropped = 0
+        self.stream: str | None = None
+
+    async def ensure_stream(self) -> bool:
+        """Create (or update) the JetStream stream that keeps this namespace's records."""
+        transport = self.bus.transport
+        if not self.enabled or not isinstance(transport, NatsTransport):
+            return False
+        name = stream_name(self.bus.subjects.namespace)
+        config = StreamConfig(
+            name=name,
+            subjects=[self.bus.subjects.audit_all],
+            storage=StorageType.FILE,
+            max_age=AUDIT_MAX_AGE,
+        )
+        js = transport.nc.jetstream(timeout=2.0)
+        try:
+            try:
+                await js.add_stream(config)
+            except nats.js.errors.BadRequestError:
+                await js.update_stream(config)  # exists with another configuration
+        except (nats.errors.Error, OSError) as exc:
+            log.warning("audit records are published but not kept: no JetStream stream (%s)", exc)
+            return False
+        self.stream = name
+        return True
 
     async def emit(self, record: AuditRecord) -> None:
         if not self.enabled:
             return
+        if record.objective:
+            record.objective = self.redactor.redact(record.objective)
+        if record.error_message:
+            record.error_message = self.redactor.redact(record.error_message)
         try:
-            await self.bus.publish_raw(
-                self.bus.subjects.audit(_token(record)), _encoder.encode(record)
-            )
+            await self.bus.publish_raw(self.bus.subjects.audit(_token(record)), _encoder.encode(record))
         except A2AError as exc:
             self.dropped += 1
             log.warning("audit record %s dropped: %s", record.request_id, exc)
@@ -101,3 +158,56 @@ class AuditLog:
 
 def _token(record: AuditRecord) -> str:
     return record.target if record.side == "callee" else record.origin
+
+
+class AuditFilter(msgspec.Struct, kw_only=True, frozen=True):
+    """Which records :func:`read_audit` returns; unset fields match everything."""
+
+    agent: str | None = None
+    """Origin or target."""
+    user_id: str | None = None
+    conversation_id: str | None = None
+    outcome: Outcome | None = None
+
+    def __call__(self, r: AuditRecord) -> bool:
+        return (
+            (self.agent is None or self.agent in (r.origin, r.target))
+            and (self.user_id is None or r.user_id == self.user_id)
+            and (self.conversation_id is None or r.conversation_id == self.conversation_id)
+            and (self.outcome is None or r.outcome == self.outcome)
+        )
+
+
+async def read_audit(
+    transport: NatsTransport,
+    namespace: str,
+    match: Callable[[AuditRecord], bool] = AuditFilter(),
+    *,
+    limit: int | None = None,
+    timeout: float = 5.0,
+) -> list[AuditRecord]:
+    """Records kept in the namespace's stream, oldest first, that ``match`` accepts (the last ``limit``)."""
+    js = transport.nc.jetstream(timeout=timeout)
+    info = await js.stream_info(stream_name(namespace))
+    total = info.state.messages
+    found: list[AuditRecord] = []
+    if not total:
+        return found
+    sub = await js.subscribe(
+        f"a2a.{namespace}.audit.>", ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
+    )
+    try:
+        while True:
+            msg = await sub.next_msg(timeout=timeout)
+            try:
+                record = _decoder.decode(msg.data)
+            except msgspec.MsgspecError:
+                log.warning("skipping a malformed audit record")
+            else:
+                if match(record):
+                    found.append(record)
+            if msg.metadata.num_pending == 0:
+                break
+    finally:
+        await sub.unsubscribe()
+    return found[-limit:] if limit else found

@@ -84,9 +84,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         while all(s.running for s in started):
             time.sleep(0.5)
-        err_console.print(
-            "a server exited unexpectedly:", *(s.log_tail() for s in started if not s.running)
-        )
+        err_console.print("a server exited unexpectedly:", *(s.log_tail() for s in started if not s.running))
         return 1
     except KeyboardInterrupt:
         return 0
@@ -205,6 +203,123 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(console, nats_url=args.nats_url, redis_url=args.redis_url)
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    from .history import HistoryStore
+
+    settings = _settings(args)
+    if not settings.redis_url:
+        err_console.print("a2a history needs the history store: set REDIS_URL or --redis-url")
+        return 2
+
+    async def fetch() -> tuple[Any, ...]:
+        registry = Registry.from_url(settings.redis_url or "", namespace=settings.namespace)
+        try:
+            store = HistoryStore(registry.redis, settings.namespace)
+            return (
+                await store.owner(args.conversation),
+                await store.interactions(args.conversation),
+                await store.messages(args.conversation),
+            )
+        finally:
+            await registry.aclose()
+
+    try:
+        owner, interactions, messages = anyio.run(fetch)
+    except A2AError as exc:
+        err_console.print(f"[red]{exc}[/]")
+        return 1
+    if owner is None and not interactions and not messages:
+        err_console.print(
+            f"no history for conversation {args.conversation!r} in namespace {settings.namespace!r}"
+        )
+        return 1
+    console.print(f"conversation {args.conversation}  user {owner or '-'}  {len(messages)} message(s)")
+    table = Table(title="Sub-agent interactions", title_justify="left")
+    for column in (
+        "time",
+        "caller → target",
+        "task",
+        "output (preview)",
+        "ok",
+        "duration",
+        "tokens",
+        "thread",
+    ):
+        table.add_column(column)
+    for i in interactions:
+        table.add_row(
+            time.strftime("%H:%M:%S", time.localtime(i.at)),
+            f"{i.caller} → {i.target}",
+            i.task,
+            i.output_preview,
+            "[green]yes[/]" if i.success else f"[red]no[/] {i.error_code or ''}",
+            f"{i.duration_ms:.0f} ms",
+            str(i.tokens_used),
+            i.thread_id or "",
+        )
+    console.print(table)
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    import nats.errors
+
+    from transports import NatsTransport, TransportError
+
+    from .audit import AuditFilter, read_audit
+
+    settings = _settings(args)
+    match = AuditFilter(
+        agent=args.agent, user_id=args.user, conversation_id=args.conversation, outcome=args.outcome
+    )
+
+    async def fetch() -> list[Any]:
+        transport = await NatsTransport.connect(
+            settings.nats_url,
+            user=settings.nats_user,
+            password=settings.nats_password,
+            token=settings.nats_token,
+            nkeys_seed=settings.nats_nkey_seed,
+            creds_file=settings.nats_creds,
+            tls=settings.tls_context(),
+        )
+        try:
+            return await read_audit(transport, settings.namespace, match, limit=args.limit)
+        finally:
+            await transport.aclose()
+
+    try:
+        records = anyio.run(fetch)
+    except (TransportError, nats.errors.Error) as exc:  # nats.js.errors.NotFoundError: no stream yet
+        err_console.print(f"[red]cannot read the audit stream:[/] {exc}")
+        return 1
+    if args.json:
+        import msgspec
+
+        for r in records:
+            print(msgspec.json.encode(r).decode())
+        return 0
+    table = Table(
+        title=f"Audit of namespace {settings.namespace!r} ({len(records)} records)", title_justify="left"
+    )
+    for column in ("time", "request", "origin → target", "action", "user", "outcome", "duration", "side"):
+        table.add_column(column)
+    for r in records:
+        outcome = r.outcome + (f" {r.error_code}" if r.error_code else "")
+        table.add_row(
+            time.strftime("%H:%M:%S", time.localtime(r.started_at / 1000)),
+            r.request_id[-8:],
+            f"{r.origin} → {r.target}",
+            r.action,
+            r.user_id or "",
+            outcome,
+            f"{r.duration_ms:.1f} ms",
+            r.side,
+        )
+    console.print(table)
+    return 0
+
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     from .schema import wire_schemas
 
@@ -222,9 +337,7 @@ def cmd_schemas(args: argparse.Namespace) -> int:
 def _connection_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nats-url", help="NATS server URL(s) (env NATS_URL)")
     p.add_argument("--redis-url", help="registry Redis URL (env REDIS_URL)")
-    p.add_argument(
-        "--namespace", help="deployment namespace (env A2A_NAMESPACE, default 'default')"
-    )
+    p.add_argument("--namespace", help="deployment namespace (env A2A_NAMESPACE, default 'default')")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -236,19 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser(
-        "up", help="run an embedded dev cluster: nats-server (JetStream) and Redis/Valkey"
-    )
+    p = sub.add_parser("up", help="run an embedded dev cluster: nats-server (JetStream) and Redis/Valkey")
     p.add_argument("--nats-port", type=int, help="port for nats-server (default: a free port)")
-    p.add_argument(
-        "--redis-port", type=int, help="port for the Redis server (default: a free port)"
-    )
+    p.add_argument("--redis-port", type=int, help="port for the Redis server (default: a free port)")
     p.set_defaults(func=cmd_up)
 
     p = sub.add_parser("serve", help="run agents in this process until stopped")
-    p.add_argument(
-        "targets", nargs="+", metavar="module:attr", help="an Agent, or a list of Agents"
-    )
+    p.add_argument("targets", nargs="+", metavar="module:attr", help="an Agent, or a list of Agents")
     _connection_options(p)
     p.set_defaults(func=cmd_serve)
 
@@ -272,11 +379,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "demo", help="planner -> reader -> writer -> reviewer across processes, with a hop timeline"
     )
-    p.add_argument(
-        "--nats-url", help="use this NATS server instead of an embedded one (env NATS_URL)"
-    )
+    p.add_argument("--nats-url", help="use this NATS server instead of an embedded one (env NATS_URL)")
     p.add_argument("--redis-url", help="use this Redis instead of an embedded one (env REDIS_URL)")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("history", help="a conversation's sub-agent interactions, from the history store")
+    p.add_argument("conversation", help="conversation (or thread) id")
+    _connection_options(p)
+    p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser("audit", help="audit records kept in JetStream, filtered")
+    p.add_argument("--agent", help="records where this agent is origin or target")
+    p.add_argument("--user", help="records of this userId")
+    p.add_argument("--conversation", help="records of this conversation")
+    p.add_argument("--outcome", choices=["ok", "error", "refused", "cancelled"])
+    p.add_argument("--limit", type=int, default=200, help="at most this many, the newest (default 200)")
+    p.add_argument("--json", action="store_true", help="one JSON record per line")
+    _connection_options(p)
+    p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser("schemas", help="write the JSON Schemas of the wire types")
     p.add_argument("--out", default="schemas", help="directory (default: ./schemas)")
@@ -287,11 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     level = os.environ.get("A2A_LOG_LEVEL") or (
-        "DEBUG"
-        if args.verbose > 1
-        else "INFO"
-        if args.verbose or args.command == "serve"
-        else "WARNING"
+        "DEBUG" if args.verbose > 1 else "INFO" if args.verbose or args.command == "serve" else "WARNING"
     )
     logging.basicConfig(
         level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr

@@ -1,27 +1,86 @@
-"""Delegation policy: who may call whom. The default allows every call."""
+"""Delegation policy: who may call whom, how deep and wide, with which tools."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
 
+from bus.errors import FanOutExceeded, MaxDepthExceeded, PermissionDenied
+from bus.handoff import Grants
 from bus.wire import Envelope
 
-if TYPE_CHECKING:
-    from .agent import Agent
+from .roster import UNRESTRICTED, AgentRules, Roster
 
 __all__ = ["Policy"]
 
 
 class Policy:
-    """Checks a runtime applies on both sides of a hop, beyond the bus limits.
+    """Rights from a :class:`Roster`; without one, every agent gets ``UNRESTRICTED``.
 
     ``check_call`` runs in the caller before a request is sent; ``admit`` runs in the
-    callee on receipt and must not rely on the caller having run ``check_call``.
-    Both raise a typed A2AError to refuse.
+    callee on receipt and re-checks the caller's rights without trusting that the
+    caller did. Both raise a typed A2AError to refuse.
     """
 
-    def check_call(self, caller: str | None, target: str, envelope: Envelope) -> None:
-        """Caller side; ``caller`` is None for calls from outside any agent."""
+    def __init__(self, roster: Roster | None = None) -> None:
+        self.roster = roster
 
-    def admit(self, agent: Agent, envelope: Envelope) -> None:
-        """Callee side."""
+    @classmethod
+    def from_file(cls, path: str | Path) -> Policy:
+        return cls(Roster.load(path))
+
+    def rules(self, agent: str) -> AgentRules:
+        return self.roster.rules(agent) if self.roster is not None else UNRESTRICTED
+
+    def check_call(self, caller: str | None, target: str) -> None:
+        """Caller side: may ``caller`` (None outside any agent) call ``target``?"""
+        if caller is None:
+            return
+        rules = self.rules(caller)
+        if not rules.allow_sub_agent_calls:
+            raise PermissionDenied(
+                f"{caller} is not allowed to call other agents (allow_sub_agent_calls is false)",
+                details={"caller": caller, "target": target},
+            )
+        if not rules.may_invoke(target):
+            raise PermissionDenied(
+                f"{caller} may not invoke {target}; it may invoke: {', '.join(rules.can_invoke) or 'nobody'}",
+                details={"caller": caller, "target": target, "canInvoke": list(rules.can_invoke)},
+            )
+
+    def admit(self, agent: str, envelope: Envelope) -> None:
+        """Callee side: re-check the caller's rights to make this call."""
+        meta = envelope.metadata
+        if meta.depth == 0:
+            return  # a call from outside any agent (a user, a script, the CLI)
+        source = envelope.source_agent_id
+        self.check_call(source, agent)
+        rules = self.rules(source)
+        if meta.depth >= rules.max_depth:
+            raise MaxDepthExceeded(
+                f"depth {meta.depth} reaches {source}'s delegation limit of {rules.max_depth}",
+                hop=meta.hop_count,
+                details={"depth": meta.depth, "maxDepth": rules.max_depth},
+            )
+        if meta.fan_out is not None and meta.fan_out > rules.max_fan_out:
+            raise FanOutExceeded(
+                f"{source} had {meta.fan_out} delegates in flight; its limit is {rules.max_fan_out}",
+                hop=meta.hop_count,
+                details={"fanOut": meta.fan_out, "maxFanOut": rules.max_fan_out},
+            )
+
+    def authorize_tool(self, agent: str, tool: str, grants: Grants | None) -> None:
+        """Where a tool is invoked: may ``agent`` use ``tool`` under this call's grants?"""
+        rules = self.rules(agent)
+        if rules.tools is not None and tool not in rules.tools:
+            raise PermissionDenied(
+                f"{agent} is not authorized to use tool {tool!r}",
+                details={"tool": tool, "tools": list(rules.tools)},
+            )
+        rule = self.roster.tools.get(tool) if self.roster is not None else None
+        if rule is not None and rule.mode == "write" and rules.mode == "read":
+            raise PermissionDenied(f"{agent} works in read mode and may not use write tool {tool!r}")
+        if grants is not None and grants.allowed_tools is not None and tool not in grants.allowed_tools:
+            raise PermissionDenied(
+                f"the caller limited this call to tools {grants.allowed_tools}; {tool!r} is not among them",
+                details={"tool": tool, "allowedTools": grants.allowed_tools},
+            )

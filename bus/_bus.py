@@ -158,9 +158,7 @@ class Bus:
         try:
             await self.transport.publish(subject, data, reply=reply, headers=headers)
         except MessageTooLarge as exc:
-            raise PayloadTooLarge(
-                str(exc), details={"size": exc.size, "limit": exc.limit}
-            ) from None
+            raise PayloadTooLarge(str(exc), details={"size": exc.size, "limit": exc.limit}) from None
         except TransportError as exc:
             raise Unavailable(f"message server unavailable: {exc}") from None
 
@@ -196,9 +194,7 @@ class Bus:
         outcome: object = TIMED_OUT
         self.stats.requests += 1
         try:
-            await self.publish_raw(
-                subject, data, reply=self.reply_prefix + correlation_id, headers=headers
-            )
+            await self.publish_raw(subject, data, reply=self.reply_prefix + correlation_id, headers=headers)
             outcome = await slot.future
         finally:
             timer.cancel()
@@ -236,7 +232,9 @@ class Bus:
             return reply
         if type(reply) is ErrorEnvelope and reply.payload.error is not None:
             self.stats.errors += 1
-            raise error_from_info(reply.payload.error)
+            error = error_from_info(reply.payload.error)
+            error.usage = reply.payload.usage
+            raise error
         self.stats.invalid_replies += 1
         raise InvalidEnvelope(
             f"expected a response or error envelope, got {reply.__class__.__name__}",

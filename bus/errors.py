@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from .wire import ErrorInfo
+from .wire import ErrorInfo, TokenUsage
 
 __all__ = [
     "A2AError",
@@ -65,6 +65,8 @@ class A2AError(Exception):
     code: ClassVar[str] = "AGENT_ERROR"
     remote: bool = False
     """True when the error arrived in a reply, i.e. the callee raised or refused it."""
+    usage: TokenUsage | None = None
+    """Tokens the failed call had consumed, when the callee reported them."""
 
     def __init__(
         self,

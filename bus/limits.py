@@ -6,10 +6,24 @@ trusts the caller's checks. Each function raises the typed error of its limit.
 
 from __future__ import annotations
 
-from .errors import CycleDetected, DeadlineExceeded, MaxDepthExceeded, MaxHopsExceeded
+from .errors import (
+    BudgetExceeded,
+    CycleDetected,
+    DeadlineExceeded,
+    FanOutExceeded,
+    MaxDepthExceeded,
+    MaxHopsExceeded,
+)
 from .wire import DEFAULT_TTL_MS, Metadata
 
-__all__ = ["check_cycle", "check_depth", "check_hops", "local_deadline"]
+__all__ = [
+    "check_budget",
+    "check_cycle",
+    "check_depth",
+    "check_fan_out",
+    "check_hops",
+    "local_deadline",
+]
 
 
 def check_hops(meta: Metadata) -> None:
@@ -54,3 +68,24 @@ def local_deadline(meta: Metadata, now: float) -> float:
     if ttl_ms <= 0:
         raise DeadlineExceeded("the call's deadline passed before it arrived", hop=meta.hop_count)
     return now + ttl_ms / 1000.0
+
+
+def check_fan_out(meta: Metadata) -> None:
+    """Refuse a call sent while its parent already had ``maxFanOut`` others in flight."""
+    if meta.fan_out is not None and meta.max_fan_out is not None and meta.fan_out > meta.max_fan_out:
+        raise FanOutExceeded(
+            f"{meta.fan_out} concurrent delegates exceed the limit of {meta.max_fan_out}",
+            hop=meta.hop_count,
+            details={"fanOut": meta.fan_out, "maxFanOut": meta.max_fan_out},
+        )
+
+
+def check_budget(meta: Metadata, estimate: int = 0) -> None:
+    """Refuse a call whose token budget cannot pay for it (``estimate``: its expected cost)."""
+    if meta.budget is not None and (meta.budget <= 0 or meta.budget < estimate):
+        raise BudgetExceeded(
+            f"token budget of {meta.budget} cannot pay for this call"
+            + (f" (estimated {estimate})" if estimate else ""),
+            hop=meta.hop_count,
+            details={"budget": meta.budget, "estimate": estimate},
+        )

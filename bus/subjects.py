@@ -42,13 +42,16 @@ class Subjects:
 
     def notify(self, topic: str) -> str:
         if not _TOPIC.match(topic):
-            raise ValueError(
-                f"invalid topic {topic!r}: dot-separated tokens of letters, digits, '_' or '-'"
-            )
+            raise ValueError(f"invalid topic {topic!r}: dot-separated tokens of letters, digits, '_' or '-'")
         return f"{self.root}.notify.{topic}"
 
     def reply_prefix(self, runtime_id: str) -> str:
-        return f"{self.root}.reply.{validate_name('runtime id', runtime_id)}."
+        return f"{self.reply_root}{validate_name('runtime id', runtime_id)}."
+
+    @property
+    def reply_root(self) -> str:
+        """Reply subjects of runtimes start with this; other repliers are plain NATS clients."""
+        return f"{self.root}.reply."
 
     @property
     def cancel(self) -> str:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-import msgspec
 from msgspec import Meta
+
+from ._struct import Wire
+from .handoff import Delegation, Grants
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -33,7 +35,7 @@ __all__ = [
 ]
 
 # 1.0 is the seed envelope; 1.1 added deadline, depth, callChain and userId; 1.2 added
-# budget, parentId and token usage. All additions have defaults, so the current
+# budget, parentId, fan-out, grants, delegation and token usage. All additions have defaults, so the current
 # version and the two before it decode into the same types.
 PROTOCOL_VERSION = "1.2"
 SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "1.1", "1.2")
@@ -45,10 +47,6 @@ DEFAULT_TTL_MS = 30_000
 Priority = Literal["low", "normal", "high", "critical"]
 NonEmpty = Annotated[str, Meta(min_length=1, max_length=256)]
 Count = Annotated[int, Meta(ge=0)]
-
-
-class Wire(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
-    """Base of every wire type."""
 
 
 class ErrorInfo(Wire):
@@ -96,6 +94,9 @@ class Metadata(Wire):
     """Tokens this call and everything it delegates may still spend."""
     parent_id: str | None = None
     """correlationId of the request whose handler sent this one."""
+    fan_out: Annotated[int, Meta(ge=1)] | None = None
+    """How many calls of the same parent (this one included) were in flight when it was sent."""
+    max_fan_out: Annotated[int, Meta(ge=1)] | None = None
 
 
 class _EnvelopeBase(Wire, tag_field="type"):
@@ -109,6 +110,8 @@ class _EnvelopeBase(Wire, tag_field="type"):
     in_reply_to: str | None = None
     required_capabilities: list[str] | None = None
     user_id: str | None = None
+    grants: Grants | None = None
+    delegation: Delegation | None = None
 
 
 class RequestEnvelope(_EnvelopeBase, tag="request"):

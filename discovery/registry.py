@@ -115,9 +115,7 @@ class Registry:
 
     async def register(self, profile: AgentProfile) -> None:
         """Add or replace an instance; it stays while heartbeats keep coming."""
-        static = msgspec.structs.replace(
-            profile, status="available", load=0, capacity=0, last_seen=0
-        )
+        static = msgspec.structs.replace(profile, status="available", load=0, capacity=0, last_seen=0)
         with redis_errors("register"):
             await self._register(
                 keys=[

@@ -174,9 +174,7 @@ class LocalView:
                     await self._follow()
                 except (Unavailable, redis.exceptions.RedisError, OSError) as exc:
                     if self.connected:
-                        log.warning(
-                            "registry events lost (%s); routing from the last known view", exc
-                        )
+                        log.warning("registry events lost (%s); routing from the last known view", exc)
                     else:
                         log.debug("registry still unreachable: %s", exc)
                     self.connected = False

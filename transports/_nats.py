@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import ssl
@@ -33,9 +34,7 @@ class _NatsSubscription(Subscription):
         self.subject = sub.subject
 
     async def unsubscribe(self) -> None:
-        with contextlib.suppress(
-            nats.errors.ConnectionClosedError, nats.errors.BadSubscriptionError
-        ):
+        with contextlib.suppress(nats.errors.ConnectionClosedError, nats.errors.BadSubscriptionError):
             await self._sub.unsubscribe()
 
 
@@ -128,9 +127,7 @@ class NatsTransport(Transport):
         headers: Mapping[str, str] | None = None,
     ) -> None:
         try:
-            await self.nc.publish(
-                subject, data, reply=reply, headers=dict(headers) if headers else None
-            )
+            await self.nc.publish(subject, data, reply=reply, headers=dict(headers) if headers else None)
         except nats.errors.MaxPayloadError as exc:
             raise MessageTooLarge(len(data), self.nc.max_payload) from exc
         except nats.errors.OutboundBufferLimitError as exc:
@@ -140,11 +137,12 @@ class NatsTransport(Transport):
         except nats.errors.Error as exc:
             raise TransportError(str(exc) or type(exc).__name__) from exc
 
-    async def subscribe(
-        self, subject: str, handler: MessageHandler, *, queue: str = ""
-    ) -> Subscription:
+    async def subscribe(self, subject: str, handler: MessageHandler, *, queue: str = "") -> Subscription:
         async def cb(msg: Msg) -> None:
-            await handler(msg)
+            try:
+                await handler(msg)
+            except Exception:  # keep nats-py's delivery task out of handler bugs
+                log.exception("subscription handler failed on %s", msg.subject)
 
         try:
             sub = await self.nc.subscribe(
@@ -161,6 +159,12 @@ class NatsTransport(Transport):
         return _NatsSubscription(sub)
 
     async def flush(self, timeout: float = 5.0) -> None:
+        # nats-py writes the flush PING straight to the socket while earlier commands
+        # (a SUB, say) still wait in its buffer for the flusher task, so the PONG can
+        # come back before the server has seen them. Yielding first lets the flusher,
+        # already woken by those commands, write them ahead of the PING.
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
         try:
             await self.nc.flush(timeout=max(1, round(timeout)))
         except nats.errors.ConnectionClosedError as exc:

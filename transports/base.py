@@ -80,9 +80,7 @@ class Transport(abc.ABC):
         """
 
     @abc.abstractmethod
-    async def subscribe(
-        self, subject: str, handler: MessageHandler, *, queue: str = ""
-    ) -> Subscription:
+    async def subscribe(self, subject: str, handler: MessageHandler, *, queue: str = "") -> Subscription:
         """Deliver messages matching ``subject`` to ``handler``.
 
         With ``queue``, each message goes to one member of the queue group.

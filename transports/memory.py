@@ -80,9 +80,7 @@ class MemoryBroker:
         """A new client connection to this broker."""
         return MemoryTransport(self)
 
-    def _add(
-        self, client: MemoryTransport, subject: str, queue: str, handler: MessageHandler
-    ) -> _Sub:
+    def _add(self, client: MemoryTransport, subject: str, queue: str, handler: MessageHandler) -> _Sub:
         if self._tg is None:
             raise RuntimeError("MemoryBroker must be entered with 'async with'")
         send, receive = anyio.create_memory_object_stream[MemoryMessage](math.inf)
@@ -107,17 +105,13 @@ class MemoryBroker:
                     groups.setdefault(sub.queue, []).append(sub)
                 else:
                     plain.append(sub)
-        targets = plain + [
-            members[next(self._round_robin) % len(members)] for members in groups.values()
-        ]
+        targets = plain + [members[next(self._round_robin) % len(members)] for members in groups.values()]
         for sub in targets:
             sub.send.send_nowait(msg)
         return len(targets)
 
 
-async def _deliver(
-    receive: MemoryObjectReceiveStream[MemoryMessage], handler: MessageHandler
-) -> None:
+async def _deliver(receive: MemoryObjectReceiveStream[MemoryMessage], handler: MessageHandler) -> None:
     async with receive:
         async for msg in receive:
             try:
@@ -153,9 +147,7 @@ class MemoryTransport(Transport):
             self._broker._route(MemoryMessage(reply, b"", "", {"Status": NO_RESPONDERS_STATUS}))
         await anyio.lowlevel.checkpoint()
 
-    async def subscribe(
-        self, subject: str, handler: MessageHandler, *, queue: str = ""
-    ) -> Subscription:
+    async def subscribe(self, subject: str, handler: MessageHandler, *, queue: str = "") -> Subscription:
         self._check_open()
         validate_subject(subject, wildcards=True)
         sub = self._broker._add(self, subject, queue, handler)

@@ -17,17 +17,21 @@ import anyio
 import msgspec
 from rich.console import Console
 from rich.syntax import Syntax
+from rich.table import Table
 
+from bus.handoff import ChatMessage
+from bus.ids import new_id
 from transports import Message
 
 from ..audit import AuditRecord
 from ..config import Settings
+from ..history import Interaction
 from ..runtime import Runtime
 from ..servers import NatsServer, RedisServer, die_with_parent
 from ..timeline import timeline_table
 from .workspace import make_workspace
 
-__all__ = ["AGENT_PROCESSES", "run_demo"]
+__all__ = ["AGENT_PROCESSES", "ROSTER", "run_demo"]
 
 AGENT_PROCESSES = {
     "planner": "a2a.demo.agents:planner",
@@ -35,7 +39,17 @@ AGENT_PROCESSES = {
     "writer": "a2a.demo.agents:writer",
     "reviewer": "a2a.demo.agents:reviewer",
 }
+ROSTER = Path(__file__).with_name("roster.yaml")
 TASK = "Add a docstring to every public function in the workspace"
+# The conversation so far; the planner hands the writer only the last user turns (redacted).
+CONVERSATION = [
+    ("user", "Hi! I maintain a small shop inventory module."),
+    ("assistant", "Happy to help. What would you like to change?"),
+    ("user", "Reach me at jane.doe@example.com if anything is unclear."),
+    ("assistant", "Noted. Anything about the code itself?"),
+    ("user", "The public functions in inventory.py have no docstrings."),
+    ("user", TASK + "."),
+]
 _record_decoder = msgspec.json.Decoder(AuditRecord)
 
 
@@ -70,15 +84,14 @@ def run_demo(console: Console, *, nats_url: str | None = None, redis_url: str | 
         if not redis_url:
             redis = stack.enter_context(RedisServer())
             redis_url = redis.url
-            console.print(
-                f"[bold]started[/] {Path(redis.argv()[0]).name} on {redis_url}  pid {redis.pid}"
-            )
+            console.print(f"[bold]started[/] {Path(redis.argv()[0]).name} on {redis_url}  pid {redis.pid}")
         workspace = make_workspace(tmp / "workspace")
         env = {
             **os.environ,
             "NATS_URL": nats_url,
             "REDIS_URL": redis_url,
             "A2A_NAMESPACE": namespace,
+            "A2A_ROSTER": str(ROSTER),
         }
         env.setdefault("A2A_HEARTBEAT_INTERVAL", "0.5")
         procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -87,10 +100,14 @@ def run_demo(console: Console, *, nats_url: str | None = None, redis_url: str | 
             procs[name] = spawn_agent(target, env, tmp / f"{name}.log")
             console.print(f"[bold]started[/] agent process {name:<9} pid {procs[name].pid}")
         settings = Settings(
-            nats_url=nats_url, redis_url=redis_url, namespace=namespace, client_name="user"
+            nats_url=nats_url,
+            redis_url=redis_url,
+            namespace=namespace,
+            client_name="user",
+            roster=str(ROSTER),
         )
         try:
-            result, records = anyio.run(_drive, settings, str(workspace))
+            result, records, interactions = anyio.run(_drive, settings, str(workspace))
         except Exception as exc:
             console.print(f"[red]demo failed:[/] {exc}")
             for name in procs:
@@ -98,41 +115,45 @@ def run_demo(console: Console, *, nats_url: str | None = None, redis_url: str | 
                 if log.strip():
                     console.print(f"[dim]--- {name} log ---\n{log}[/]")
             return 1
+        title = f"Timeline of conversation {records[0].conversation_id[:12]}" if records else "Timeline"
         console.print()
-        console.print(
-            timeline_table(
-                records,
-                title=f"Timeline of conversation {records[0].conversation_id[:12]}"
-                if records
-                else "Timeline",
-            )
-        )
+        console.print(timeline_table(records, title=title))
+        console.print()
+        console.print(_interactions_table(interactions))
         console.print()
         console.print("[bold]Result[/]")
         console.print_json(json.dumps(result))
         console.print()
         console.print("[bold]workspace/inventory.py after the run[/]")
         console.print(Syntax((workspace / "inventory.py").read_text(), "python", line_numbers=True))
-    console.print(
-        f"stopped every process and server it started; ran in {time.monotonic() - t0:.2f} s"
-    )
+    console.print(f"stopped every process and server it started; ran in {time.monotonic() - t0:.2f} s")
     return 0 if result.get("status") == "done" else 1
 
 
-async def _drive(settings: Settings, workspace: str) -> tuple[dict[str, Any], list[AuditRecord]]:
+async def _drive(
+    settings: Settings, workspace: str
+) -> tuple[dict[str, Any], list[AuditRecord], list[Interaction]]:
     records: list[AuditRecord] = []
 
     async def collect(msg: Message) -> None:
         records.append(_record_decoder.decode(msg.data))
 
     async with Runtime(settings) as rt:
+        assert rt.history is not None
         await rt.subscribe_audit(collect)
         await rt.wait_for_agents(list(AGENT_PROCESSES), timeout=30)
+        conversation = new_id()
+        now = time.time()
+        await rt.history.append(
+            conversation,
+            *[ChatMessage(role=role, content=text, created_at=now) for role, text in CONVERSATION],
+        )
         response = await rt.request(
             "planner",
             "run",
             {"task": TASK, "workspace": workspace},
             user_id="demo-user",
+            conversation_id=conversation,
             timeout=30,
         )
         top = response.metadata.correlation_id
@@ -141,8 +162,24 @@ async def _drive(settings: Settings, workspace: str) -> tuple[dict[str, Any], li
             while not any(r.request_id == top for r in records):
                 await anyio.sleep(0.02)
         await anyio.sleep(0.1)
-    conversation = response.conversation_id
-    return response.payload.result, [r for r in records if r.conversation_id == conversation]
+        interactions = await rt.history.interactions(conversation)
+    mine = [r for r in records if r.conversation_id == conversation]
+    return response.payload.result, mine, interactions
+
+
+def _interactions_table(interactions: list[Interaction]) -> Table:
+    table = Table(title="Sub-agent interactions kept in the conversation history", title_justify="left")
+    for column in ("caller → target", "task", "output preview", "ok", "duration"):
+        table.add_column(column)
+    for i in interactions:
+        table.add_row(
+            f"{i.caller} → {i.target}",
+            i.task,
+            i.output_preview,
+            "yes" if i.success else f"no {i.error_code or ''}",
+            f"{i.duration_ms:.1f} ms",
+        )
+    return table
 
 
 def _stop_all(procs: dict[str, subprocess.Popen[bytes]]) -> None:

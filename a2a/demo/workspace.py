@@ -51,9 +51,7 @@ def functions_missing_docstrings(source: str) -> list[dict[str, object]]:
     tree = ast.parse(source)
     missing = []
     for node in tree.body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name.startswith(
-            "_"
-        ):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name.startswith("_"):
             continue
         if ast.get_docstring(node) is None:
             args = [a.arg for a in node.args.args]
@@ -66,7 +64,5 @@ def suggest_docstring(name: str, args: list[str]) -> str:
     words = name.replace("_", " ")
     summary = words[0].upper() + words[1:]
     if args:
-        summary += (
-            f" from {', '.join(args[:-1]) + ' and ' + args[-1] if len(args) > 1 else args[0]}"
-        )
+        summary += f" from {', '.join(args[:-1]) + ' and ' + args[-1] if len(args) > 1 else args[0]}"
     return summary + "."

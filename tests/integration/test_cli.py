@@ -53,9 +53,7 @@ def test_call_prints_the_typed_error_and_exits_non_zero(
 ) -> None:
     out = a2a("call", "echo", "sleep", "--params", '{"seconds": "x"}', env=agent_env(settings))
     assert out.returncode == 1
-    assert (
-        "INVALID_PARAMS" in out.stderr and "$.seconds" in out.stderr and "agent echo" in out.stderr
-    )
+    assert "INVALID_PARAMS" in out.stderr and "$.seconds" in out.stderr and "agent echo" in out.stderr
     out = a2a("call", "nobody", "x", "--timeout", "5", env=agent_env(settings))
     assert out.returncode == 1 and "NO_RESPONDERS" in out.stderr
     out = a2a("call", "echo", "echo", "--params", "[1]", env=agent_env(settings))

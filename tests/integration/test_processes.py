@@ -21,9 +21,7 @@ async def instances(rt: Runtime, name: str) -> list[AgentProfile]:
     return [p for p in await rt.registry.list_agents() if p.name == name]
 
 
-async def wait_instances(
-    rt: Runtime, name: str, count: int, timeout: float = 20.0
-) -> list[AgentProfile]:
+async def wait_instances(rt: Runtime, name: str, count: int, timeout: float = 20.0) -> list[AgentProfile]:
     with anyio.fail_after(timeout):
         while len(found := await instances(rt, name)) < count:
             await anyio.sleep(0.05)
@@ -37,9 +35,7 @@ async def test_a_call_chain_crosses_three_processes(settings: Settings) -> None:
     ):
         async with Runtime(settings) as rt:
             await rt.wait_for_agents(["echo", "relay"], timeout=20)
-            out = await rt.call(
-                "relay", "forward", {"target": "echo", "action": "whoami"}, user_id="u-1"
-            )
+            out = await rt.call("relay", "forward", {"target": "echo", "action": "whoami"}, user_id="u-1")
             assert out["result"]["pid"] == echo_proc.pid != os.getpid()
             assert out["via"].startswith("relay-") and out["hop"] == 1 and out["depth"] == 0
             routed = await rt.call(
@@ -95,10 +91,7 @@ async def test_a_callee_killed_mid_call_surfaces_quickly_as_a_typed_error(
             assert isinstance(result.get("error"), AgentLost)
             assert result["error"].agent is not None and result["error"].agent.startswith("echo-")
             assert surfaced < 3.0, f"took {surfaced:.2f}s; the TTL was 30s"
-            print(
-                f"\nSIGKILLed callee surfaced as AGENT_LOST {surfaced:.2f}s after the kill "
-                "(TTL 30s)"
-            )
+            print(f"\nSIGKILLed callee surfaced as AGENT_LOST {surfaced:.2f}s after the kill (TTL 30s)")
             assert len(rt.bus.pending) == 0
 
 
@@ -108,9 +101,7 @@ async def test_a_killed_instance_leaves_the_registry_within_three_heartbeats(
     with AgentProcess(settings, "tests.agents:echo") as proc:
         async with Runtime(settings) as rt:
             (registered,) = await wait_instances(rt, "echo", 1)
-            await anyio.sleep(
-                settings.heartbeat_interval
-            )  # let it settle into its heartbeat rhythm
+            await anyio.sleep(settings.heartbeat_interval)  # let it settle into its heartbeat rhythm
             proc.kill()
             killed_at = anyio.current_time()
             with anyio.fail_after(5):

@@ -161,9 +161,7 @@ async def test_find_best_is_one_round_trip_at_any_size(registry: Registry) -> No
         assert sent == ["EVALSHA"]
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     instances=st.lists(
         st.tuples(
@@ -197,9 +195,7 @@ async def test_the_server_side_search_finds_the_brute_force_best_score(
     else:
         assert best is not None and best.score == pytest.approx(expected)
         winner = instances[int(best.agent_id.split("-")[1])]
-        assert winner[1] == "available" and match_score(winner[0], required) == pytest.approx(
-            expected
-        )
+        assert winner[1] == "available" and match_score(winner[0], required) == pytest.approx(expected)
 
 
 async def test_the_local_view_follows_registrations_status_and_departures(
@@ -216,23 +212,15 @@ async def test_the_local_view_follows_registrations_status_and_departures(
         entry = view.best(["edit"])
         assert entry is not None and entry.agent_id == "v-1"
         await registry.heartbeat([InstanceState("v-1", "busy", 10, 10)])
-        await _until(
-            lambda: view.get("v-1") is not None and view.get("v-1").profile.status == "busy"
-        )  # type: ignore[union-attr]
+        await _until(lambda: view.get("v-1") is not None and view.get("v-1").profile.status == "busy")  # type: ignore[union-attr]
         entry = view.best(["edit"])
-        assert (
-            entry is not None and entry.agent_id == "v-2"
-        )  # busy skipped while another is available
+        assert entry is not None and entry.agent_id == "v-2"  # busy skipped while another is available
         await registry.deregister("v-2")
         await _until(lambda: view.get("v-2") is None)
         entry = view.best(["edit"])
-        assert (
-            entry is not None and entry.agent_id == "v-1"
-        )  # only busy ones left: least loaded busy
+        assert entry is not None and entry.agent_id == "v-1"  # only busy ones left: least loaded busy
         # v-1 stops heartbeating: stale after 3 intervals even without a "down" event
-        await _until(
-            lambda: view.best(["edit"]) is None, timeout=3 * registry.heartbeat_interval + 1
-        )
+        await _until(lambda: view.best(["edit"]) is None, timeout=3 * registry.heartbeat_interval + 1)
         tg.cancel_scope.cancel()
 
 

@@ -62,9 +62,7 @@ def test_round_trip_keeps_every_field_and_type() -> None:
     assert codec.decode_envelope(codec.encode_envelope(env)) == env
 
 
-@pytest.mark.parametrize(
-    "cls", [RequestEnvelope, ResponseEnvelope, NotificationEnvelope, ErrorEnvelope]
-)
+@pytest.mark.parametrize("cls", [RequestEnvelope, ResponseEnvelope, NotificationEnvelope, ErrorEnvelope])
 def test_the_type_field_selects_the_variant(cls: type) -> None:
     env = cls(**{f: getattr(request(), f) for f in request().__struct_fields__})
     data = json.loads(codec.encode_envelope(env))
@@ -115,11 +113,7 @@ def test_a_seed_004_envelope_decodes_with_defaults() -> None:
     }
     env = codec.decode_envelope(json.dumps(seed).encode())
     assert isinstance(env, RequestEnvelope)
-    assert (
-        env.metadata.max_depth == 5
-        and env.metadata.call_chain == []
-        and env.metadata.ttl_ms is None
-    )
+    assert env.metadata.max_depth == 5 and env.metadata.call_chain == [] and env.metadata.ttl_ms is None
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,168 @@
+"""Conversation history in Redis: messages, sub-agent interactions, owners, objectives in progress.
+
+Keys (``P`` = ``a2a:{<ns>}:``), all expiring ``ttl`` seconds after the last write:
+
+    P conv:<id>:meta       hash: userId (the owner), createdAt, summary
+    P conv:<id>:messages   list of ChatMessage JSON, oldest first, capped at ``max_messages``
+    P conv:<id>:calls      list of Interaction JSON: one per sub-agent call, no context copied
+    P active:<hash>        an objective in progress (origin, target, objective) -> requestId
+
+A delegation's thread (seed 003 ``thread_mode``) is a conversation of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+
+import msgspec
+import redis.asyncio as aioredis
+
+from bus.errors import PermissionDenied
+from bus.handoff import ChatMessage
+from bus.wire import Wire
+from discovery._errors import redis_errors
+from discovery.registry import RegistryKeys
+
+__all__ = ["HistoryStore", "Interaction", "objective_key", "preview"]
+
+PREVIEW_CHARS = 200
+
+
+class Interaction(Wire):
+    """One sub-agent call as the caller's conversation records it (seed 000)."""
+
+    caller: str
+    target: str
+    task: str
+    output_preview: str
+    success: bool
+    duration_ms: float
+    request_id: str
+    at: float
+    thread_id: str | None = None
+    error_code: str | None = None
+    tokens_used: int = 0
+
+
+_message_encoder = msgspec.json.Encoder()
+_message_decoder = msgspec.json.Decoder(ChatMessage)
+_interaction_decoder = msgspec.json.Decoder(Interaction)
+
+
+def objective_key(conversation_id: str, origin: str, target: str, objective: str) -> str:
+    """Identity of an objective in progress: same conversation, origin, target and objective."""
+    digest = hashlib.sha256(f"{conversation_id}\0{origin}\0{target}\0{objective}".encode()).hexdigest()
+    return digest[:24]
+
+
+class HistoryStore:
+    """Conversations and threads of one namespace. Methods raise ``Unavailable`` when Redis is down."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        namespace: str,
+        *,
+        max_messages: int = 1000,
+        ttl: float = 7 * 24 * 3600,
+    ) -> None:
+        self.redis = redis
+        self.prefix = RegistryKeys(namespace).prefix
+        self.max_messages = max_messages
+        self.ttl = int(ttl)
+        self._owners: OrderedDict[str, str] = OrderedDict()
+
+    def _key(self, conversation_id: str, part: str) -> str:
+        return f"{self.prefix}conv:{conversation_id}:{part}"
+
+    async def claim(self, conversation_id: str, user_id: str) -> None:
+        """Make ``user_id`` the owner of a new conversation, or check it owns an existing one.
+
+        Raises:
+            PermissionDenied: the conversation belongs to another user.
+        """
+        owner = self._owners.get(conversation_id)
+        if owner is None:
+            key = self._key(conversation_id, "meta")
+            with redis_errors("claim conversation"):
+                async with self.redis.pipeline(transaction=True) as pipe:
+                    pipe.hsetnx(key, "userId", user_id)
+                    pipe.hsetnx(key, "createdAt", str(time.time()))
+                    pipe.hget(key, "userId")
+                    pipe.expire(key, self.ttl)
+                    _, _, owner, _ = await pipe.execute()
+            self._owners[conversation_id] = owner
+            if len(self._owners) > 10_000:
+                self._owners.popitem(last=False)
+        if owner != user_id:
+            raise PermissionDenied(
+                f"conversation {conversation_id} belongs to another user",
+                details={"conversationId": conversation_id},
+            )
+
+    async def owner(self, conversation_id: str) -> str | None:
+        with redis_errors("conversation owner"):
+            value = await self.redis.hget(self._key(conversation_id, "meta"), "userId")
+        return str(value) if value is not None else None
+
+    async def append(self, conversation_id: str, *messages: ChatMessage) -> None:
+        if not messages:
+            return
+        key = self._key(conversation_id, "messages")
+        with redis_errors("append messages"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.rpush(key, *[_message_encoder.encode(m) for m in messages])
+                pipe.ltrim(key, -self.max_messages, -1)
+                pipe.expire(key, self.ttl)
+                await pipe.execute()
+
+    async def messages(self, conversation_id: str) -> list[ChatMessage]:
+        with redis_errors("read messages"):
+            raw = await self.redis.lrange(self._key(conversation_id, "messages"), 0, -1)
+        return [_message_decoder.decode(r) for r in raw]
+
+    async def set_summary(self, conversation_id: str, summary: str) -> None:
+        key = self._key(conversation_id, "meta")
+        with redis_errors("set summary"):
+            await self.redis.hset(key, "summary", summary)
+            await self.redis.expire(key, self.ttl)
+
+    async def summary(self, conversation_id: str) -> str | None:
+        with redis_errors("read summary"):
+            value = await self.redis.hget(self._key(conversation_id, "meta"), "summary")
+        return str(value) if value is not None else None
+
+    async def record(self, conversation_id: str, interaction: Interaction) -> None:
+        """Record one sub-agent interaction: who asked whom what, and a preview of the outcome."""
+        key = self._key(conversation_id, "calls")
+        with redis_errors("record interaction"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.rpush(key, _message_encoder.encode(interaction))
+                pipe.expire(key, self.ttl)
+                await pipe.execute()
+
+    async def interactions(self, conversation_id: str) -> list[Interaction]:
+        with redis_errors("read interactions"):
+            raw = await self.redis.lrange(self._key(conversation_id, "calls"), 0, -1)
+        return [_interaction_decoder.decode(r) for r in raw]
+
+    async def start_objective(self, key: str, request_id: str, ttl_ms: int) -> str | None:
+        """Mark an objective in progress; returns the requestId already holding it, if any."""
+        name = f"{self.prefix}active:{key}"
+        with redis_errors("start objective"):
+            if await self.redis.set(name, request_id, nx=True, px=max(1, ttl_ms)):
+                return None
+            holder = await self.redis.get(name)
+        return str(holder) if holder is not None else None
+
+    async def finish_objective(self, key: str, request_id: str) -> None:
+        name = f"{self.prefix}active:{key}"
+        with redis_errors("finish objective"):
+            if await self.redis.get(name) == request_id:
+                await self.redis.delete(name)
+
+
+def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,188 @@
+"""Agents for the delegation tests; run them in separate processes with ``A2A_ROSTER=tests/roster.yaml``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import anyio
+import msgspec
+
+from a2a import (
+    A2AError,
+    Agent,
+    Artifact,
+    Context,
+    ContextFilter,
+    DelegationResult,
+    DelegationStep,
+    by_capability,
+)
+
+
+def _step(spec: dict[str, Any]) -> DelegationStep:
+    flt = spec.get("context")
+    return DelegationStep(
+        target=by_capability(*spec["capabilities"]) if spec.get("capabilities") else spec["target"],
+        task=spec.get("task", "do it"),
+        objective=spec.get("objective", ""),
+        action=spec.get("action", "task"),
+        context=ContextFilter(**flt) if flt is not None else None,
+        max_context_tokens=spec.get("max_context_tokens", 4000),
+        input=spec.get("input"),
+        thread_mode=spec.get("thread_mode", "new"),
+        thread_id=spec.get("thread_id"),
+        allowed_tools=spec.get("allowed_tools"),
+        allow_nested_calls=spec.get("allow_nested_calls", True),
+        budget=spec.get("budget"),
+        timeout=spec.get("timeout"),
+    )
+
+
+def make(name: str) -> Agent:
+    agent = Agent(name, max_concurrency=16)
+
+    @agent.action("forward", input_schema={"type": "object", "required": ["target", "action"]})
+    async def forward(ctx: Context, p: dict[str, Any]) -> Any:
+        try:
+            result = await ctx.call(
+                p["target"],
+                p["action"],
+                p.get("params"),
+                timeout=p.get("timeout"),
+                budget=p.get("budget"),
+                allowed_tools=p.get("allowed_tools"),
+                allow_nested_calls=p.get("allow_nested_calls", True),
+            )
+        except A2AError as exc:
+            if p.get("catch"):
+                return {"error": exc.code, "agent": exc.agent, "hop": exc.hop}
+            raise
+        return {"via": name, "result": result, "depth": ctx.depth, "usage": ctx.usage.total}
+
+    @agent.action("delegate")
+    async def delegate(ctx: Context, p: dict[str, Any]) -> Any:
+        s = _step(p)
+        response = await ctx.delegate(
+            s.target,
+            s.task,
+            objective=s.objective,
+            action=s.action,
+            context=s.context,
+            max_context_tokens=s.max_context_tokens,
+            input=s.input,
+            thread_mode=s.thread_mode,
+            thread_id=s.thread_id,
+            allowed_tools=s.allowed_tools,
+            allow_nested_calls=s.allow_nested_calls,
+            budget=s.budget,
+            timeout=s.timeout,
+        )
+        return response
+
+    @agent.action("chain")
+    async def chain(ctx: Context, p: dict[str, Any]) -> Any:
+        return await ctx.chain([_step(s) for s in p["steps"]])
+
+    @agent.action("fan")
+    async def fan(ctx: Context, p: dict[str, Any]) -> Any:
+        try:
+            out = await ctx.fan_out(
+                [_step(s) for s in p["steps"]], gather=p.get("gather", "all"), quorum=p.get("quorum")
+            )
+        except A2AError as exc:
+            return {"error": exc.code, "agent": exc.agent}
+        return {"responses": out.responses, "dropped": out.dropped, "succeeded": out.succeeded}
+
+    @agent.action("parallel")
+    async def parallel(ctx: Context, p: dict[str, Any]) -> Any:
+        outcomes: list[str] = []
+
+        async def one() -> None:
+            try:
+                await ctx.call(p["target"], p["action"], p.get("params"))
+                outcomes.append("ok")
+            except A2AError as exc:
+                outcomes.append(exc.code)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(p["n"]):
+                tg.start_soon(one)
+                await anyio.sleep(0.01)
+        return sorted(outcomes)
+
+    @agent.action("use_tool")
+    async def use_tool(ctx: Context, p: dict[str, Any]) -> Any:
+        ctx.authorize_tool(p["tool"])
+        return {"used": p["tool"]}
+
+    @agent.action("spend")
+    async def spend(ctx: Context, p: dict[str, Any]) -> Any:
+        ctx.report_usage(prompt=p.get("prompt", 0), completion=p.get("completion", 0))
+        return {"left": ctx.budget_left}
+
+    @agent.action("expensive", estimated_tokens=500)
+    async def expensive(ctx: Context, p: dict[str, Any]) -> Any:
+        return "done"
+
+    @agent.action("remaining")
+    async def remaining(ctx: Context, p: dict[str, Any]) -> Any:
+        return {"remaining": ctx.remaining(), "budget": ctx.request.metadata.budget, "depth": ctx.depth}
+
+    @agent.action("sleep")
+    async def sleep(ctx: Context, p: dict[str, Any]) -> Any:
+        try:
+            await anyio.sleep(p["seconds"])
+        except anyio.get_cancelled_exc_class():
+            if p.get("marker"):
+                with open(p["marker"], "w") as f:  # noqa: ASYNC230 - must not await while cancelled
+                    f.write(f"cancelled {name}")
+            raise
+        return {"slept": p["seconds"], "by": name}
+
+    @agent.action("whoami")
+    async def whoami(ctx: Context, p: dict[str, Any]) -> Any:
+        return {"agent": name, "pid": os.getpid(), "user": ctx.user_id, "conversation": ctx.conversation_id}
+
+    @agent.action("task")
+    async def task(ctx: Context, p: dict[str, Any]) -> DelegationResult:
+        """A delegated task: reports what it received (the test inspects it)."""
+        d = ctx.delegation
+        assert d is not None
+        if p.get("sleep"):
+            await anyio.sleep(p["sleep"])
+        if p.get("fail"):
+            raise RuntimeError(p["fail"])
+        for tool in p.get("tools", []):
+            ctx.authorize_tool(tool)
+        if p.get("spend"):
+            ctx.report_usage(completion=p["spend"])
+        context = d.context
+        thread = (
+            await ctx.runtime.history.messages(d.child_session_id)
+            if ctx.runtime.history and d.child_session_id
+            else []
+        )
+        received = {
+            "task": d.input,
+            "objective": d.objective,
+            "messages": [m.content for m in context.messages] if context else [],
+            "summary": context.summary if context else None,
+            "workspace": context.workspace if context else None,
+            "tokens": context.total_tokens if context else 0,
+            "handoff": msgspec.to_builtins(d.handoff_data),
+            "thread_messages": len(thread),
+            "user": ctx.user_id,
+        }
+        return DelegationResult(
+            summary=f"{name} did: {d.input}",
+            result=f"{name}: {d.input}",
+            artifacts=[Artifact(type="json", value=received, label="what the callee received")],
+            confidence=80,
+        )
+
+    return agent
+
+
+hop_a, hop_b, hop_c, hop_d = (make(n) for n in ("hop_a", "hop_b", "hop_c", "hop_d"))
+shallow, mute, picky, reader_only = (make(n) for n in ("shallow", "mute", "picky", "reader_only"))
