@@ -253,37 +253,69 @@ class AgentHost:
     async def _handle(self, msg: Message) -> None:
         t0 = self.runtime.clock()
         started = _now_ms()
-        env: Envelope | None = None
+        try:
+            env = self._decode(msg)
+        except InvalidEnvelope as exc:
+            self._finished()
+            error = exc.located(self.agent.name, None)
+            self._count(error)
+            if msg.reply:
+                await self._reply(msg, None, None, error, None)
+            log.warning("%s: refused undecodable message on %s: %s", self.instance_id, msg.subject, error)
+            return
+        tel = self.runtime.telemetry
+        if tel.tracing:
+            with tel.process_span(env, msg.headers, self.agent.name, self.instance_id) as span:
+                result, failure = await self._serve(msg, env, t0, started)
+                tel.outcome(span, failure, result)
+        else:
+            await self._serve(msg, env, t0, started)
+
+    async def _serve(
+        self, msg: Message, env: RequestEnvelope | NotificationEnvelope, t0: float, started: int
+    ) -> tuple[Any, A2AError | None]:
+        """Admit, run, reply and audit one decoded message; returns its result or error."""
+        tel = self.runtime.telemetry
+        if tel.metrics:
+            tel.inflight(self.agent.name, 1)
         ctx: Context | None = None
         result: Any = None
         error: A2AError | None = None
         try:
-            env = self._decode(msg)
             ctx = self._admit(env, t0)
             result = await self._run(ctx, msg.reply)
         except A2AError as exc:
-            error = exc.located(self.agent.name, env.metadata.hop_count if env else None)
+            error = exc.located(self.agent.name, env.metadata.hop_count)
         except Exception as exc:  # a handler's own failure goes back as AGENT_ERROR
             log.warning(
                 "%s: %r failed: %s",
                 self.instance_id,
-                env.payload.action if env else "?",
+                env.payload.action,
                 exc,
                 exc_info=log.isEnabledFor(logging.DEBUG),
             )
             error = AgentError(str(exc) or type(exc).__name__).located(
-                self.agent.name, env.metadata.hop_count if env else None
+                self.agent.name, env.metadata.hop_count
             )
         finally:
-            self.accepted -= 1
-            self._check_status()
+            self._finished()
+            if tel.metrics:
+                tel.inflight(self.agent.name, -1)
         self._count(error)
-        if msg.reply and not isinstance(env, NotificationEnvelope):
+        if msg.reply and isinstance(env, RequestEnvelope):
             await self._reply(msg, env, result, error, ctx)
-        if env is not None and self.runtime.audit.enabled:
+        if self.runtime.audit.enabled:
             await self.runtime.audit.emit(self._record(env, started, t0, error))
-        elif error is not None:
-            log.warning("%s: refused undecodable message on %s: %s", self.instance_id, msg.subject, error)
+        if tel.metrics:
+            code = error.code if error else None
+            tel.record_handled(
+                self.agent.name, env.payload.action, outcome_of(error), code, self.runtime.clock() - t0
+            )
+        return result, error
+
+    def _finished(self) -> None:
+        self.accepted -= 1
+        self._check_status()
 
     def _decode(self, msg: Message) -> RequestEnvelope | NotificationEnvelope:
         env = codec.decode_envelope(msg.data)

@@ -94,11 +94,16 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from .telemetry import Telemetry
+
     agents = _load_agents(args.targets)
-    settings = _settings(args)
+    settings = _settings(args, health_port=args.health_port)
+    telemetry = Telemetry.from_env("+".join(a.name for a in agents))
 
     async def serve() -> None:
-        async with Runtime(settings) as rt:
+        async with Runtime(settings, telemetry=telemetry) as rt:
+            if settings.health_port is not None:
+                await rt.serve_health(settings.health_port)
             hosts = await rt.serve(*agents)
             for host in hosts:
                 logging.getLogger("a2a").info(
@@ -200,7 +205,13 @@ def cmd_call(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo.run import run_demo
 
-    return run_demo(console, nats_url=args.nats_url, redis_url=args.redis_url)
+    return run_demo(
+        console,
+        nats_url=args.nats_url,
+        redis_url=args.redis_url,
+        external_agents=args.external_agents,
+        workspace_dir=args.workspace,
+    )
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -320,6 +331,23 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_nats_config(args: argparse.Namespace) -> int:
+    from .nats_config import render_authorization
+    from .roster import Roster, RosterError
+
+    try:
+        roster = Roster.load(args.roster)
+    except RosterError as exc:
+        err_console.print(str(exc))
+        return 2
+    text = render_authorization(roster, args.namespace, clients=args.client or ["client"])
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        print(text, end="")
+    return 0
+
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     from .schema import wire_schemas
 
@@ -356,6 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="run agents in this process until stopped")
     p.add_argument("targets", nargs="+", metavar="module:attr", help="an Agent, or a list of Agents")
+    p.add_argument(
+        "--health-port", type=int, help="serve /livez, /readyz, /healthz here (env A2A_HEALTH_PORT)"
+    )
     _connection_options(p)
     p.set_defaults(func=cmd_serve)
 
@@ -381,6 +412,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--nats-url", help="use this NATS server instead of an embedded one (env NATS_URL)")
     p.add_argument("--redis-url", help="use this Redis instead of an embedded one (env REDIS_URL)")
+    p.add_argument(
+        "--external-agents",
+        action="store_true",
+        help="the agents already run elsewhere (containers) in A2A_NAMESPACE; only send the task",
+    )
+    p.add_argument("--workspace", help="create the demo workspace here (a directory the agents share)")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("history", help="a conversation's sub-agent interactions, from the history store")
@@ -397,6 +434,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON record per line")
     _connection_options(p)
     p.set_defaults(func=cmd_audit)
+
+    p = sub.add_parser("nats-config", help="nats-server users with per-agent permissions, from a roster")
+    p.add_argument("--roster", required=True, help="roster file (YAML or TOML)")
+    p.add_argument("--namespace", default="default", help="deployment namespace (default 'default')")
+    p.add_argument("--client", action="append", help="user name for callers outside agents (repeatable)")
+    p.add_argument("--out", help="write here instead of standard output")
+    p.set_defaults(func=cmd_nats_config)
 
     p = sub.add_parser("schemas", help="write the JSON Schemas of the wire types")
     p.add_argument("--out", default="schemas", help="directory (default: ./schemas)")

@@ -26,6 +26,7 @@ ENVIRONMENT: dict[str, str] = {
     "A2A_CLIENT_NAME": "client_name",
     "A2A_ROSTER": "roster",
     "A2A_AUDIT": "audit",
+    "A2A_HEALTH_PORT": "health_port",
     "NATS_USER": "nats_user",
     "NATS_PASSWORD": "nats_password",
     "NATS_TOKEN": "nats_token",
@@ -57,6 +58,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Path of a roster file (YAML or TOML) with per-agent permissions."""
     audit: bool = True
     """Publish an audit record for every exchange."""
+    health_port: int | None = None
+    """Serve /livez, /readyz and /healthz on this port (``a2a serve``)."""
     nats_user: str | None = None
     nats_password: str | None = None
     nats_token: str | None = None

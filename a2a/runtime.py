@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
+from opentelemetry.trace import Span
 
 from bus import Bus
 from bus.errors import (
@@ -49,6 +50,7 @@ from .history import HistoryStore, objective_key
 from .policy import Policy
 from .redact import Redactor
 from .route import Route, Target, as_route
+from .telemetry import Telemetry
 
 __all__ = ["Runtime"]
 
@@ -90,6 +92,7 @@ class Runtime:
         redactor: PII rules applied before delegation and in audit records.
         context_builder: selects and fits delegated context; pass one with your
             model's token counter.
+        telemetry: tracing and metrics (default: as the OTEL_* variables say; off when unset).
     """
 
     def __init__(
@@ -101,6 +104,7 @@ class Runtime:
         policy: Policy | None = None,
         redactor: Redactor | None = None,
         context_builder: ContextBuilder | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.id = uuid.uuid4().hex[:12]
@@ -109,6 +113,9 @@ class Runtime:
         self.policy = policy
         self.redactor = redactor or Redactor()
         self.context_builder = context_builder or ContextBuilder()
+        self.telemetry = telemetry or Telemetry.from_env(
+            f"a2a-{self.settings.client_name}", redactor=self.redactor
+        )
         self.hosts: dict[str, AgentHost] = {}
         self.registry: Registry | None = registry
         self.view: LocalView | None = None
@@ -116,6 +123,8 @@ class Runtime:
         self._transport = transport
         self._objectives: set[str] = set()
         self._degraded: set[str] = set()
+        self._heartbeat_tick = 0.0
+        self._heartbeat_ok = 0.0
         self._stack: AsyncExitStack | None = None
         self._tg: TaskGroup | None = None
         self._state_event = anyio.Event()
@@ -143,6 +152,7 @@ class Runtime:
     async def _open(self, stack: AsyncExitStack) -> None:
         s = self.settings
         self.clock = asyncio.get_running_loop().time
+        stack.push_async_callback(_shielded, self.telemetry.aclose)
         if self._transport is None:
             try:
                 self._transport = await NatsTransport.connect(
@@ -165,7 +175,13 @@ class Runtime:
         if self.registry is not None:
             stack.push_async_callback(_shielded, self.registry.aclose)
             self.history = HistoryStore(self.registry.redis, s.namespace)
-        self.bus = Bus(self._transport, namespace=s.namespace, runtime_id=self.id, max_payload=s.max_payload)
+        self.bus = Bus(
+            self._transport,
+            namespace=s.namespace,
+            runtime_id=self.id,
+            identity=s.nats_user or "anon",
+            max_payload=s.max_payload,
+        )
         self.audit = AuditLog(self.bus, enabled=s.audit, redactor=self.redactor)
         await self.bus.start()
         await self.audit.ensure_stream()
@@ -178,6 +194,9 @@ class Runtime:
         self._tg.start_soon(self.bus.watch)
         if self.registry is not None:
             self.view = LocalView(self.registry)
+            if self.telemetry.metrics:
+                view = self.view
+                self.telemetry.watch_registry(lambda: len(view.entries()))
             await self._tg.start(self.view.run)
             self._tg.start_soon(self._heartbeats)
 
@@ -272,7 +291,9 @@ class Runtime:
 
     async def _heartbeats(self) -> None:
         assert self.registry is not None
+        self._heartbeat_tick = self._heartbeat_ok = self.clock()
         while True:
+            self._heartbeat_tick = self.clock()
             with anyio.move_on_after(self.registry.heartbeat_interval):
                 await self._state_event.wait()
             if self._state_event.is_set():
@@ -288,10 +309,45 @@ class Runtime:
                 if self._registry_down:
                     log.warning("registry reachable again; heartbeats resumed")
                 self._registry_down = False
+                self._heartbeat_ok = self.clock()
             except Unavailable as exc:
                 if not self._registry_down:
                     log.warning("heartbeat failed: %s", exc)
                 self._registry_down = True
+                if self.telemetry.metrics:
+                    self.telemetry.heartbeat_missed(len(self.hosts))
+
+    def health(self) -> dict[str, Any]:
+        """Liveness and readiness, as the health endpoint reports them.
+
+        Live while the heartbeat loop ticks; ready while NATS is connected and, with a
+        registry, a heartbeat succeeded within three intervals.
+        """
+        now = self.clock()
+        window = 3 * self.settings.heartbeat_interval
+        nats_up = self._transport is not None and self._transport.is_connected
+        report: dict[str, Any] = {
+            "runtime": self.id,
+            "agents": {name: host.instance_id for name, host in self.hosts.items()},
+            "nats": nats_up,
+            "registry": None,
+        }
+        live = ready = nats_up
+        if self.registry is not None and self.hosts:
+            tick_age, ok_age = now - self._heartbeat_tick, now - self._heartbeat_ok
+            report["registry"] = {"lastHeartbeatSeconds": round(ok_age, 3), "loopSeconds": round(tick_age, 3)}
+            live = tick_age < window + self.settings.heartbeat_interval
+            ready = ready and ok_age < window
+        report["live"] = live
+        report["ready"] = ready
+        return report
+
+    async def serve_health(self, port: int, host: str = "0.0.0.0") -> int:
+        """Serve /livez, /readyz and /healthz on ``port`` (0: any free port); returns the port."""
+        from .health import serve_health
+
+        assert self._tg is not None, "the runtime is not running"
+        return int(await self._tg.start(serve_health, self, port, host))
 
     async def serve_forever(self) -> None:
         """Block until SIGINT or SIGTERM (then leaving ``async with`` shuts down cleanly)."""
@@ -464,8 +520,44 @@ class Runtime:
             grants=grants,
             delegation=delegation,
         )
+        tel = self.telemetry
+        if not (tel.tracing or tel.metrics):
+            return await self._dispatch(env, route, t0, limit, None)
+        error: A2AError | None = None
+        ok = False
+        try:
+            if tel.tracing:
+                with tel.send_span(env, str(route)) as span:
+                    try:
+                        response = await self._dispatch(env, route, t0, limit, span)
+                    except A2AError as exc:
+                        tel.outcome(span, exc)
+                        raise
+                    tel.outcome(span, None, response.payload.result)
+            else:
+                response = await self._dispatch(env, route, t0, limit, None)
+            ok = True
+            return response
+        except A2AError as exc:
+            error = exc
+            raise
+        finally:
+            if tel.metrics:
+                outcome = "ok" if ok else outcome_of(error) if error else "cancelled"
+                code = error.code if error else None
+                tel.record_call(str(env.target_agent_id), action, outcome, code, clock() - t0)
+
+    async def _dispatch(
+        self, env: RequestEnvelope, route: Route, t0: float, limit: float, span: Span | None
+    ) -> ResponseEnvelope:
+        """Route, check and send a built request, retrying another instance when one is gone."""
+        clock = self.clock
+        meta = env.metadata
+        delegation = env.delegation
+        caller = env.source_agent_id if meta.depth > 0 else None
         instance: str | None = None
         objective: str | None = None
+        headers: dict[str, str] | None = None
         sent = False
         try:
             if limit <= 0:
@@ -480,11 +572,14 @@ class Runtime:
                 check_cycle(meta, name)
                 if delegation is not None and delegation.objective and objective is None:
                     objective = self._start_objective(env, name)
+                if span is not None:
+                    self.telemetry.destination(span, subject, name, env.payload.action)
+                    headers = self.telemetry.headers()
                 remaining = deadline - clock()
                 meta.ttl_ms = max(0, int(remaining * 1000))
                 sent = True
                 try:
-                    return await self.bus.request(subject, env, timeout=remaining)
+                    return await self.bus.request(subject, env, timeout=remaining, headers=headers)
                 except NoResponders:
                     if instance is None or len(tried) + 1 >= _ROUTE_ATTEMPTS or self.view is None:
                         raise
@@ -493,10 +588,7 @@ class Runtime:
                     tried.add(instance)
                     meta.hop_count -= 1
         except A2AError as exc:
-            exc.located(
-                str(env.target_agent_id) if exc.remote else (caller or self.settings.client_name),
-                meta.hop_count,
-            )
+            exc.located(str(env.target_agent_id) if exc.remote else env.source_agent_id, meta.hop_count)
             if not exc.remote and self.audit.enabled:
                 await self.audit.emit(self._caller_record(env, route, instance, t0, exc, sent))
             raise

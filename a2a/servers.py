@@ -103,6 +103,8 @@ class ServerProcess:
         self._fixed_port = port is not None
         self.port = port if port is not None else free_port(host)
         self.proc: subprocess.Popen[bytes] | None = None
+        self.env: dict[str, str] = {}
+        """Extra environment variables for the server process."""
         self.workdir = Path(tempfile.mkdtemp(prefix=f"a2a-{self.name}-"))
         self.log_path = self.workdir / f"{self.name}.log"
 
@@ -134,6 +136,7 @@ class ServerProcess:
         preexec = die_with_parent if sys.platform.startswith("linux") else None
         self.proc = subprocess.Popen(
             self.argv(),
+            env={**os.environ, **self.env},
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

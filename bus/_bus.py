@@ -28,6 +28,7 @@ from .errors import (
     InvalidEnvelope,
     NoResponders,
     PayloadTooLarge,
+    PermissionDenied,
     Unavailable,
     error_from_info,
 )
@@ -97,12 +98,13 @@ class Bus:
         *,
         namespace: str = "default",
         runtime_id: str | None = None,
+        identity: str = "anon",
         max_payload: int | None = None,
     ) -> None:
         self.transport = transport
         self.subjects = Subjects(namespace)
         self.runtime_id = runtime_id or new_id()
-        self.reply_prefix = self.subjects.reply_prefix(self.runtime_id)
+        self.reply_prefix = self.subjects.reply_prefix(identity, self.runtime_id)
         self.pending = PendingCalls()
         self.stats = BusStats()
         self._max_payload = max_payload
@@ -112,6 +114,7 @@ class Bus:
     async def start(self) -> None:
         """Subscribe to this runtime's reply subjects."""
         self._loop = asyncio.get_running_loop()
+        self.transport.on_permission_error = self._on_permission_error
         self._reply_sub = await self.transport.subscribe(self.reply_prefix + "*", self._on_reply)
 
     async def aclose(self) -> None:
@@ -189,7 +192,7 @@ class Bus:
         correlation_id = envelope.metadata.correlation_id
         loop = self._loop
         assert loop is not None, "Bus.start() was not called"
-        slot = self.pending.open(correlation_id, loop)
+        slot = self.pending.open(correlation_id, loop, subject)
         timer = loop.call_at(slot.opened + timeout, _expire, slot.future)
         outcome: object = TIMED_OUT
         self.stats.requests += 1
@@ -266,6 +269,18 @@ class Bus:
         if not self.pending.resolve(correlation_id, msg.data):
             log.debug("late or unknown reply %s dropped", correlation_id)
 
+    def _on_permission_error(self, operation: str, subject: str) -> None:
+        """The server refused a publish or subscription: fail the calls it concerns at once."""
+        if operation.lower() == "publish":
+            refused = PermissionDenied(
+                f"the NATS server does not let this identity publish to {subject}",
+                details={"subject": subject},
+            )
+            if not self.pending.fail_subject(subject, refused):
+                log.error("NATS refused a publish to %s (permissions)", subject)
+        else:
+            log.error("NATS refused a subscription to %s (permissions): nothing will arrive there", subject)
+
     async def watch(self, *, probe_interval: float = 1.0) -> None:
         """Fail calls whose acknowledged instance died, well before their deadline.
 
@@ -292,7 +307,7 @@ class Bus:
         """True if ``instance`` answers, False if nobody serves it, None if unsure (timeout)."""
         assert self._loop is not None
         token = "probe-" + new_id()
-        slot = self.pending.open(token, self._loop)
+        slot = self.pending.open(token, self._loop, "")
         try:
             await self.transport.publish(
                 self.subjects.instance(instance),

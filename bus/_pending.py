@@ -30,12 +30,13 @@ Outcome = bytes | A2AError | _Marker
 class Reply:
     """One pending call; ``instance`` is set once the instance holding it acknowledged it."""
 
-    __slots__ = ("future", "instance", "opened")
+    __slots__ = ("future", "instance", "opened", "subject")
 
-    def __init__(self, future: asyncio.Future[Outcome], opened: float) -> None:
+    def __init__(self, future: asyncio.Future[Outcome], opened: float, subject: str) -> None:
         self.future = future
         self.instance: str | None = None
         self.opened = opened
+        self.subject = subject
 
 
 class PendingCalls:
@@ -45,10 +46,10 @@ class PendingCalls:
         self._slots: dict[str, Reply] = {}
         self.late_replies = 0
 
-    def open(self, correlation_id: str, loop: asyncio.AbstractEventLoop) -> Reply:
+    def open(self, correlation_id: str, loop: asyncio.AbstractEventLoop, subject: str) -> Reply:
         if correlation_id in self._slots:
             raise ValueError(f"a call with correlationId {correlation_id!r} is already pending")
-        slot = self._slots[correlation_id] = Reply(loop.create_future(), loop.time())
+        slot = self._slots[correlation_id] = Reply(loop.create_future(), loop.time(), subject)
         return slot
 
     def close(self, correlation_id: str) -> None:
@@ -62,6 +63,15 @@ class PendingCalls:
             return False
         slot.future.set_result(outcome)
         return True
+
+    def fail_subject(self, subject: str, error: A2AError) -> int:
+        """End every unanswered call sent to ``subject`` with ``error``; returns how many."""
+        failed = 0
+        for slot in self._slots.values():
+            if slot.subject == subject and not slot.future.done():
+                slot.future.set_result(error)
+                failed += 1
+        return failed
 
     def acknowledge(self, correlation_id: str, instance: str) -> None:
         slot = self._slots.get(correlation_id)

@@ -1,18 +1,21 @@
 """The NATS subject layout. Every subject the runtime uses is built here.
 
-a2a.<ns>.agent.<name>                  requests to any instance of an agent (queue group = name)
-a2a.<ns>.inst.<instanceId>             requests to one instance (registry routing)
-a2a.<ns>.notify.<topic>                notifications, fan-out to every subscriber
-a2a.<ns>.reply.<runtimeId>.<corrId>    replies to one runtime's pending calls
-a2a.<ns>.cancel                        withdrawn calls, so callees stop working on them
-a2a.<ns>.audit.<agent>                 audit records (kept by a JetStream stream)
+    a2a.<ns>.agent.<name>                           requests to any instance (queue group = name)
+    a2a.<ns>.inst.<name>.<instanceId>               requests to one instance (registry routing, probes)
+    a2a.<ns>.notify.<topic>                         notifications, fan-out to every subscriber
+    a2a.<ns>.reply.<identity>.<runtimeId>.<corrId>  replies to one runtime's pending calls
+    a2a.<ns>.cancel                                 withdrawn calls, so callees stop working on them
+    a2a.<ns>.audit.<agent>                          audit records (kept by a JetStream stream)
+
+The agent name inside instance subjects and the NATS identity inside reply subjects
+let nats-server permissions be granted per agent (``a2a nats-config``).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["Subjects", "validate_name"]
+__all__ = ["Subjects", "identity_token", "instance_agent", "validate_name"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _TOPIC = re.compile(r"^[A-Za-z0-9_-]{1,128}(\.[A-Za-z0-9_-]{1,128})*$")
@@ -27,6 +30,16 @@ def validate_name(kind: str, value: str) -> str:
     return value
 
 
+def instance_agent(instance_id: str) -> str:
+    """The agent name an instance id starts with (``reader-1a2b3c4d`` -> ``reader``)."""
+    return instance_id.rsplit("-", 1)[0] if "-" in instance_id else instance_id
+
+
+def identity_token(identity: str) -> str:
+    """A NATS user name as one subject token (characters outside ``[A-Za-z0-9_-]`` become ``_``)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", identity)[:128] or "anon"
+
+
 class Subjects:
     """Subjects of one namespace."""
 
@@ -38,15 +51,20 @@ class Subjects:
         return f"{self.root}.agent.{validate_name('agent name', name)}"
 
     def instance(self, instance_id: str) -> str:
-        return f"{self.root}.inst.{validate_name('instance id', instance_id)}"
+        """Subject of one instance; instance ids are ``<agent name>-<suffix>``."""
+        agent = instance_agent(validate_name("instance id", instance_id))
+        return f"{self.root}.inst.{agent}.{instance_id}"
+
+    def instances(self, agent: str) -> str:
+        return f"{self.root}.inst.{validate_name('agent name', agent)}.*"
 
     def notify(self, topic: str) -> str:
         if not _TOPIC.match(topic):
             raise ValueError(f"invalid topic {topic!r}: dot-separated tokens of letters, digits, '_' or '-'")
         return f"{self.root}.notify.{topic}"
 
-    def reply_prefix(self, runtime_id: str) -> str:
-        return f"{self.reply_root}{validate_name('runtime id', runtime_id)}."
+    def reply_prefix(self, identity: str, runtime_id: str) -> str:
+        return f"{self.reply_root}{identity_token(identity)}.{validate_name('runtime id', runtime_id)}."
 
     @property
     def reply_root(self) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -77,12 +78,12 @@ class LocalView:
 
     def entries(self) -> list[ViewEntry]:
         """Live entries."""
-        now = anyio.current_time()
+        now = time.monotonic()
         return [e for e in self._entries.values() if self._is_live(e, now)]
 
     def get(self, agent_id: str) -> ViewEntry | None:
         entry = self._entries.get(agent_id)
-        return entry if entry is not None and self._is_live(entry, anyio.current_time()) else None
+        return entry if entry is not None and self._is_live(entry, time.monotonic()) else None
 
     def best(self, capabilities: Sequence[str], *, exclude: Iterable[str] = ()) -> ViewEntry | None:
         """The instance to route a request needing ``capabilities`` to.
@@ -97,7 +98,7 @@ class LocalView:
         ids: set[str] = set()
         for cap in capabilities:
             ids |= self._by_capability.get(cap, set())
-        now = anyio.current_time()
+        now = time.monotonic()
         best: tuple[bool, float, float] | None = None
         chosen: ViewEntry | None = None
         for agent_id in ids - excluded:
@@ -123,7 +124,7 @@ class LocalView:
         old = self._entries.get(profile.agent_id)
         if old is not None:
             self._unindex(old)
-        entry = ViewEntry(profile, profile.proficiencies(), anyio.current_time())
+        entry = ViewEntry(profile, profile.proficiencies(), time.monotonic())
         self._entries[profile.agent_id] = entry
         for cap in entry.proficiencies:
             self._by_capability.setdefault(cap, set()).add(profile.agent_id)
@@ -136,7 +137,7 @@ class LocalView:
         entry.profile.status = status
         entry.profile.load = load
         entry.profile.capacity = capacity
-        entry.seen = anyio.current_time()
+        entry.seen = time.monotonic()
         return True
 
     def remove(self, agent_id: str) -> None:

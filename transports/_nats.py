@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import ssl
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -21,6 +22,8 @@ from .errors import MessageTooLarge, NotConnected, TransportClosed, TransportErr
 __all__ = ["NatsTransport"]
 
 log = logging.getLogger("a2a.transport.nats")
+
+_PERMISSION = re.compile(r'Permissions Violation for (Publish|Subscription) to "?([^"\s]+)"?', re.IGNORECASE)
 
 # Messages a subscription may hold before nats-py drops them as a "slow consumer".
 # Subscribers in this project hand each message off at once, so this only absorbs bursts.
@@ -78,6 +81,10 @@ class NatsTransport(Transport):
             if isinstance(exc, nats.errors.SlowConsumerError) and transport is not None:
                 transport.slow_consumer_drops += 1
                 log.error("slow consumer on %s: message dropped", exc.subject)
+                return
+            refused = _PERMISSION.search(str(exc))
+            if refused and transport is not None and transport.on_permission_error is not None:
+                transport.on_permission_error(refused.group(1), refused.group(2))
             else:
                 log.debug("nats: %s", exc)
 

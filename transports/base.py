@@ -60,7 +60,12 @@ class Transport(abc.ABC):
 
     Handlers passed to :meth:`subscribe` are awaited one message at a time per
     subscription, in a task the transport owns; a handler must hand slow work off.
+    A server that refuses a publish or subscription for lack of permission does so
+    asynchronously; the transport reports it through ``on_permission_error``.
     """
+
+    on_permission_error: Callable[[str, str], None] | None = None
+    """Called with ("Publish" | "Subscription", subject) when the server refuses one."""
 
     @abc.abstractmethod
     async def publish(

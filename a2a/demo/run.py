@@ -69,12 +69,26 @@ def spawn_agent(target: str, env: dict[str, str], log_path: Path) -> subprocess.
         log.close()
 
 
-def run_demo(console: Console, *, nats_url: str | None = None, redis_url: str | None = None) -> int:
-    """Run the demo; returns the process exit status."""
+def run_demo(
+    console: Console,
+    *,
+    nats_url: str | None = None,
+    redis_url: str | None = None,
+    external_agents: bool = False,
+    workspace_dir: str | None = None,
+) -> int:
+    """Run the demo; returns the process exit status.
+
+    With ``external_agents`` the four agents already run elsewhere (containers, pods)
+    in namespace ``A2A_NAMESPACE`` (default ``demo``), sharing ``workspace_dir``.
+    """
     t0 = time.monotonic()
     nats_url = nats_url or os.environ.get("NATS_URL")
     redis_url = redis_url or os.environ.get("REDIS_URL")
-    namespace = f"demo-{uuid.uuid4().hex[:6]}"
+    if external_agents:
+        namespace = os.environ.get("A2A_NAMESPACE") or "demo"
+    else:
+        namespace = f"demo-{uuid.uuid4().hex[:6]}"
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="a2a-demo-")))
         if not nats_url:
@@ -85,7 +99,7 @@ def run_demo(console: Console, *, nats_url: str | None = None, redis_url: str | 
             redis = stack.enter_context(RedisServer())
             redis_url = redis.url
             console.print(f"[bold]started[/] {Path(redis.argv()[0]).name} on {redis_url}  pid {redis.pid}")
-        workspace = make_workspace(tmp / "workspace")
+        workspace = make_workspace(Path(workspace_dir) if workspace_dir else tmp / "workspace")
         env = {
             **os.environ,
             "NATS_URL": nats_url,
@@ -96,10 +110,10 @@ def run_demo(console: Console, *, nats_url: str | None = None, redis_url: str | 
         env.setdefault("A2A_HEARTBEAT_INTERVAL", "0.5")
         procs: dict[str, subprocess.Popen[bytes]] = {}
         stack.callback(_stop_all, procs)
-        for name, target in AGENT_PROCESSES.items():
+        for name, target in ({} if external_agents else AGENT_PROCESSES).items():
             procs[name] = spawn_agent(target, env, tmp / f"{name}.log")
             console.print(f"[bold]started[/] agent process {name:<9} pid {procs[name].pid}")
-        settings = Settings(
+        settings = Settings.from_env(
             nats_url=nats_url,
             redis_url=redis_url,
             namespace=namespace,

@@ -34,9 +34,11 @@ def test_invalid_subjects_are_refused(bad: str) -> None:
 def test_subject_layout() -> None:
     s = Subjects("prod")
     assert s.agent("planner") == "a2a.prod.agent.planner"
-    assert s.instance("planner-1a2b") == "a2a.prod.inst.planner-1a2b"
+    assert s.instance("planner-1a2b") == "a2a.prod.inst.planner.planner-1a2b"
+    assert s.instance("code-writer-1a2b") == "a2a.prod.inst.code-writer.code-writer-1a2b"
+    assert s.instances("planner") == "a2a.prod.inst.planner.*"
     assert s.notify("build.done") == "a2a.prod.notify.build.done"
-    assert s.reply_prefix("r1") == "a2a.prod.reply.r1."
+    assert s.reply_prefix("alice@corp", "r1") == "a2a.prod.reply.alice_corp.r1."
     assert s.cancel == "a2a.prod.cancel"
     assert s.audit("reader") == "a2a.prod.audit.reader"
     for bad in ("a.b", "x y", "", "*"):
