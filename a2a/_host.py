@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,8 @@ class HostStats:
     overloaded: int = 0
     invalid: int = 0
     cancelled: int = 0
+    repeated: int = 0
+    """Calls received again (after a reconnect) and answered from the reply cache."""
 
 
 WITHDRAWN = "withdrawn"
@@ -85,6 +88,13 @@ SHUTDOWN = "shutdown"
 # Calls still in hand after this long are acknowledged to their callers, who then
 # probe this instance while they wait (see bus.Bus.watch).
 ACK_AFTER = 0.2
+# Replies kept to answer a call sent again after a lost connection (see Bus.resend_unanswered).
+REPLY_CACHE_SIZE = 4096
+REPLY_CACHE_BYTES = 64 * 1024
+
+# How often held calls are checked for acks and deadlines. The caller keeps the exact
+# deadline; the callee stops work within this much of it.
+WATCH_EVERY = 0.05
 
 
 DEADLINE = "deadline"
@@ -97,6 +107,7 @@ class _InFlight:
     task: asyncio.Task[Any]
     reply: str
     started: float
+    deadline: float
     acked: bool = False
     reason: str | None = field(default=None)
     """Why this runtime cancelled the task: WITHDRAWN, SHUTDOWN or DEADLINE."""
@@ -128,6 +139,9 @@ class AgentHost:
         """Requests taken and not finished: waiting for a slot, running, or waiting on a call."""
         self.stopping = False
         self._inflight: dict[str, _InFlight] = {}
+        self._replies: OrderedDict[str, bytes | None] = OrderedDict()
+        """Reply subject -> the reply sent (None while in progress), to answer repeats."""
+        self._runtime_replies = runtime.bus.subjects.reply_root
         self._subs: list[Subscription] = []
         self._reported: AgentStatus = "available"
 
@@ -167,9 +181,10 @@ class AgentHost:
         )
 
     def _check_status(self) -> None:
-        status = self.status
-        if status != self._reported:
-            self._reported = status
+        slots = self.slots
+        busy = bool(slots.waiting) or slots.used >= slots.capacity
+        if busy != (self._reported == "busy") and not self.stopping:
+            self._reported = self.status
             self.runtime._state_changed(self)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -182,18 +197,25 @@ class AgentHost:
         self._subs.append(await transport.subscribe(subjects.instance(self.instance_id), self.on_message))
         for topic in self.agent.topics:
             self._subs.append(await transport.subscribe(subjects.notify(topic), self.on_message, queue=name))
-        self.runtime._spawn(self._acknowledge_held_calls())
+        self.runtime._spawn(self._watch_held_calls())
 
-    async def _acknowledge_held_calls(self) -> None:
-        """Tell callers which instance holds their long-running calls."""
+    async def _watch_held_calls(self) -> None:
+        """Cancel handlers past their deadline; tell callers which instance holds long calls.
+
+        One periodic sweep instead of a timer per request: the request path stays free
+        of timer bookkeeping.
+        """
         headers = {ACK_HEADER: self.instance_id}
         # Only runtimes understand acks; a plain NATS requester would take one for the reply.
         runtime_replies = self.runtime.bus.subjects.reply_root
+        clock = self.runtime.clock
         while not self.stopping:
-            await anyio.sleep(ACK_AFTER)
-            cutoff = anyio.current_time() - ACK_AFTER
+            await anyio.sleep(WATCH_EVERY)
+            now = clock()
             for inflight in list(self._inflight.values()):
-                if inflight.acked or inflight.started >= cutoff:
+                if now >= inflight.deadline:
+                    inflight.cancel(DEADLINE)
+                if inflight.acked or now - inflight.started < ACK_AFTER:
                     continue
                 inflight.acked = True
                 if not inflight.reply.startswith(runtime_replies):
@@ -247,6 +269,17 @@ class AgentHost:
                 )
                 await self._send_reply(msg, self._error_envelope(msg, None, error))
             return
+        reply = msg.reply
+        if reply.startswith(self._runtime_replies):  # a runtime caller may send a call again
+            if reply in self._replies:
+                self.stats.repeated += 1
+                done = self._replies[reply]
+                if done:  # answered already: answer again; in progress or uncached: the first answers
+                    await self._send_raw(msg, done)
+                return
+            self._replies[reply] = None
+            if len(self._replies) > REPLY_CACHE_SIZE:
+                self._replies.popitem(last=False)
         self.accepted += 1
         self.runtime._spawn(self._handle(msg))
 
@@ -422,11 +455,9 @@ class AgentHost:
         params = ctx.params
         task = asyncio.current_task()
         assert task is not None
-        loop = task.get_loop()
-        inflight = _InFlight(task, reply, loop.time())
+        inflight = _InFlight(task, reply, self.runtime.clock(), ctx.deadline)
         correlation_id = ctx.correlation_id
         self._inflight[correlation_id] = inflight
-        timer = loop.call_at(ctx.deadline, inflight.cancel, DEADLINE)
         objective: str | None = None
         try:
             objective = await self._admit_stored(ctx)
@@ -452,7 +483,6 @@ class AgentHost:
                 f"{self.agent.name} did not finish {action.name!r} before the deadline"
             ) from None
         finally:
-            timer.cancel()
             del self._inflight[correlation_id]
             if objective is not None and self.runtime.history is not None:
                 with anyio.CancelScope(shield=True), contextlib.suppress(A2AError):
@@ -540,6 +570,8 @@ class AgentHost:
         await self._send_raw(msg, self.runtime.bus.encode(reply))
 
     async def _send_raw(self, msg: Message, data: bytes) -> None:
+        if msg.reply in self._replies:
+            self._replies[msg.reply] = data if len(data) <= REPLY_CACHE_BYTES else b""
         try:
             await self.runtime.bus.publish_raw(msg.reply, data)
         except A2AError as exc:

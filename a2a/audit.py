@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Literal
 
+import anyio
 import msgspec
 import nats.errors
 import nats.js.errors
@@ -38,6 +39,7 @@ __all__ = [
     "AuditLog",
     "AuditRecord",
     "Outcome",
+    "decode_records",
     "outcome_of",
     "read_audit",
     "stream_name",
@@ -109,14 +111,33 @@ _decoder = msgspec.json.Decoder(AuditRecord)
 
 
 class AuditLog:
-    """Publishes audit records; a failure to publish is logged, never raised into a call."""
+    """Publishes audit records in batches; a failure to publish is logged, never raised into a call.
 
-    def __init__(self, bus: Bus, *, enabled: bool = True, redactor: Redactor | None = None) -> None:
+    Records are encoded at once and published as newline-delimited JSON, one message per
+    agent every ``flush_interval`` seconds (or sooner when a batch fills), so auditing
+    costs the message server one stored message per batch rather than per exchange.
+    :meth:`run` does the periodic flushing; :meth:`flush` empties the buffer.
+    """
+
+    def __init__(
+        self,
+        bus: Bus,
+        *,
+        enabled: bool = True,
+        redactor: Redactor | None = None,
+        flush_interval: float = 0.05,
+        batch_bytes: int = 128 * 1024,
+    ) -> None:
         self.bus = bus
         self.enabled = enabled
         self.redactor = redactor or Redactor()
+        self.flush_interval = flush_interval
+        self.batch_bytes = min(batch_bytes, bus.max_payload // 2) if enabled else batch_bytes
         self.dropped = 0
         self.stream: str | None = None
+        self._batches: dict[str, list[bytes]] = {}
+        self._sizes: dict[str, int] = {}
+        self._subjects: dict[str, str] = {}
 
     async def ensure_stream(self) -> bool:
         """Create (or update) the JetStream stream that keeps this namespace's records."""
@@ -143,17 +164,57 @@ class AuditLog:
         return True
 
     async def emit(self, record: AuditRecord) -> None:
+        """Queue one record (redacted) for the next batch."""
         if not self.enabled:
             return
         if record.objective:
             record.objective = self.redactor.redact(record.objective)
         if record.error_message:
             record.error_message = self.redactor.redact(record.error_message)
+        token = _token(record)
+        data = _encoder.encode(record)
+        batch = self._batches.setdefault(token, [])
+        batch.append(data)
+        size = self._sizes[token] = self._sizes.get(token, 0) + len(data) + 1
+        if size >= self.batch_bytes:
+            await self._publish(token)
+
+    async def run(self) -> None:
+        """Flush every ``flush_interval`` seconds until cancelled."""
+        while True:
+            await anyio.sleep(self.flush_interval)
+            await self.flush()
+
+    async def flush(self) -> None:
+        for token in list(self._batches):
+            await self._publish(token)
+
+    async def _publish(self, token: str) -> None:
+        batch = self._batches.pop(token, None)
+        self._sizes.pop(token, None)
+        if not batch:
+            return
+        subject = self._subjects.get(token)
+        if subject is None:
+            subject = self._subjects[token] = self.bus.subjects.audit(token)
         try:
-            await self.bus.publish_raw(self.bus.subjects.audit(_token(record)), _encoder.encode(record))
+            await self.bus.publish_raw(subject, b"\n".join(batch))
         except A2AError as exc:
-            self.dropped += 1
-            log.warning("audit record %s dropped: %s", record.request_id, exc)
+            self.dropped += len(batch)
+            log.warning("%d audit records dropped: %s", len(batch), exc)
+
+
+def decode_records(data: bytes) -> list[AuditRecord]:
+    """The records of one audit message (newline-delimited JSON); malformed lines are skipped."""
+    records = []
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            records.append(_decoder.decode(line))
+        except msgspec.MsgspecError:
+            log.warning("skipping a malformed audit record")
+    return records
 
 
 def _token(record: AuditRecord) -> str:
@@ -199,13 +260,7 @@ async def read_audit(
     try:
         while True:
             msg = await sub.next_msg(timeout=timeout)
-            try:
-                record = _decoder.decode(msg.data)
-            except msgspec.MsgspecError:
-                log.warning("skipping a malformed audit record")
-            else:
-                if match(record):
-                    found.append(record)
+            found.extend(r for r in decode_records(msg.data) if match(r))
             if msg.metadata.num_pending == 0:
                 break
     finally:

@@ -348,6 +348,42 @@ def cmd_nats_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    import msgspec
+
+    from .bench.throughput import BenchConfig, run_bench
+
+    loops = ["asyncio", "uvloop"] if args.loop == "both" else [args.loop]
+    if "uvloop" in loops and importlib.util.find_spec("uvloop") is None:
+        if args.loop == "uvloop":
+            err_console.print("uvloop is not installed: pip install 'a2a-runtime[uvloop]'")
+            return 2
+        loops.remove("uvloop")
+    config = BenchConfig(
+        calls=args.calls,
+        sequential=args.sequential,
+        concurrency=args.concurrency,
+        rounds=args.rounds,
+        memory_calls=args.memory_calls,
+    )
+    if args.quick:
+        config = BenchConfig(calls=2000, sequential=300, rounds=2, memory_calls=20_000, registry_lookups=200)
+    reports = [
+        run_bench(nats_url=args.nats_url, redis_url=args.redis_url, loop=loop, config=config)
+        for loop in loops
+    ]
+    if args.json:
+        print(msgspec.json.encode(reports).decode())
+        return 0
+    from .bench.report import render
+
+    for report in reports:
+        console.print(render(report))
+    return 0
+
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     from .schema import wire_schemas
 
@@ -441,6 +477,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--client", action="append", help="user name for callers outside agents (repeatable)")
     p.add_argument("--out", help="write here instead of standard output")
     p.set_defaults(func=cmd_nats_config)
+
+    p = sub.add_parser("bench", help="runtime vs raw nats-py / redis-py, measured in the same run")
+    p.add_argument("--json", action="store_true", help="machine-readable figures, ratios included")
+    p.add_argument("--loop", choices=["asyncio", "uvloop", "both"], default="both")
+    p.add_argument("--calls", type=int, default=5000, help="calls per throughput window")
+    p.add_argument("--sequential", type=int, default=1000, help="calls per latency window")
+    p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--rounds", type=int, default=3, help="alternating raw/runtime rounds")
+    p.add_argument("--memory-calls", type=int, default=100_000)
+    p.add_argument("--quick", action="store_true", help="a short run (about 30 s) for a first look")
+    p.add_argument("--nats-url", help="use this server instead of an embedded one")
+    p.add_argument("--redis-url", help="use this server instead of an embedded one")
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("schemas", help="write the JSON Schemas of the wire types")
     p.add_argument("--out", default="schemas", help="directory (default: ./schemas)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -64,6 +65,15 @@ _ROUTE_ATTEMPTS = 3
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _new_task(coro: Coroutine[Any, Any, None], loop: asyncio.AbstractEventLoop) -> asyncio.Task[None]:
+    if _EAGER:
+        return asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+    return loop.create_task(coro)
+
+
+_EAGER = sys.version_info >= (3, 12)
 
 
 async def _shielded(close: Callable[[], Awaitable[None]]) -> None:
@@ -199,6 +209,9 @@ class Runtime:
                 self.telemetry.watch_registry(lambda: len(view.entries()))
             await self._tg.start(self.view.run)
             self._tg.start_soon(self._heartbeats)
+        if self.audit.enabled:
+            self._tg.start_soon(self.audit.run)
+            stack.push_async_callback(_shielded, self.audit.flush)  # runs first on exit
 
     async def __aexit__(
         self,
@@ -239,9 +252,14 @@ class Runtime:
 
         Per-message tasks are plain asyncio tasks kept in ``self._tasks``: anyio's
         ``start_soon`` costs about 30 µs a task, several times a whole NATS round trip's
-        client work. The runtime cancels and awaits whatever is left when it closes.
+        client work. The runtime cancels and awaits whatever is left when it closes. On
+        Python 3.12+ the task starts eagerly, so a handler that never waits finishes
+        (reply included) without being scheduled at all.
         """
-        task = asyncio.get_running_loop().create_task(coro)
+        task = _new_task(coro, asyncio.get_running_loop())
+        if task.done():
+            self._task_done(task)
+            return
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
 

@@ -249,7 +249,14 @@ class NatsServer(ServerProcess):
 
     def argv(self) -> list[str]:
         argv = [nats_server_binary(), "-a", self.host, "-p", str(self.port), "-n", self.server_name]
-        if self.config_file:
+        if self.max_payload:  # no command-line flag for it: a generated config includes the given one
+            generated = self.workdir / "server.conf"
+            lines = [f"max_payload: {self.max_payload}"]
+            if self.config_file:
+                lines.append(f'include "{Path(self.config_file).resolve()}"')
+            generated.write_text("\n".join(lines) + "\n")
+            argv += ["-c", str(generated)]
+        elif self.config_file:
             argv += ["-c", str(self.config_file)]
         if self.jetstream:
             argv += ["-js", "-sd", str(self.workdir / "jetstream")]
@@ -262,8 +269,6 @@ class NatsServer(ServerProcess):
             ]
             if self.routes:
                 argv += ["--routes", ",".join(self.routes)]
-        if self.max_payload:
-            argv += ["--max_payload", str(self.max_payload)]
         return argv + self.extra_args
 
 

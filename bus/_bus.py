@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -49,6 +50,8 @@ ACK_HEADER = "A2A-Ack"
 # subscription left, so the server answers "no responders" instead.
 PROBE_HEADER = "A2A-Probe"
 ALIVE_HEADER = "A2A-Alive"
+# After a reconnect, subscriptions across a cluster take a moment to settle.
+SETTLING = 2.0
 
 
 class CancelNotice(msgspec.Struct, rename="camel"):
@@ -73,6 +76,7 @@ class BusStats:
     no_responders: int = 0
     invalid_replies: int = 0
     lost: int = 0
+    resent: int = 0
 
 
 def _expire(future: asyncio.Future[Outcome]) -> None:
@@ -110,11 +114,14 @@ class Bus:
         self._max_payload = max_payload
         self._reply_sub: Subscription | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._settling_until = 0.0
+        self._retries: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         """Subscribe to this runtime's reply subjects."""
         self._loop = asyncio.get_running_loop()
         self.transport.on_permission_error = self._on_permission_error
+        self.transport.on_reconnected = self.resend_unanswered
         self._reply_sub = await self.transport.subscribe(self.reply_prefix + "*", self._on_reply)
 
     async def aclose(self) -> None:
@@ -196,8 +203,10 @@ class Bus:
         timer = loop.call_at(slot.opened + timeout, _expire, slot.future)
         outcome: object = TIMED_OUT
         self.stats.requests += 1
+        reply = self.reply_prefix + correlation_id
+        slot.request = (data, reply, headers)
         try:
-            await self.publish_raw(subject, data, reply=self.reply_prefix + correlation_id, headers=headers)
+            await self.publish_raw(subject, data, reply=reply, headers=headers)
             outcome = await slot.future
         finally:
             timer.cancel()
@@ -264,10 +273,63 @@ class Bus:
                 self.pending.acknowledge(correlation_id, headers[ACK_HEADER])
                 return
             if is_no_responders(msg):
-                self.pending.resolve(correlation_id, NO_RESPONDERS)
+                if not self._retry_while_settling(correlation_id):
+                    self.pending.resolve(correlation_id, NO_RESPONDERS)
                 return
         if not self.pending.resolve(correlation_id, msg.data):
             log.debug("late or unknown reply %s dropped", correlation_id)
+
+    async def resend_unanswered(self) -> int:
+        """After a reconnect, send again every call still waiting for its reply.
+
+        A request or its reply may have died with the server the connection was on.
+        Calls an instance acknowledged go to that instance, which answers a repeat
+        from its reply cache instead of running it twice; the others go where they
+        went before. Returns how many were sent.
+        """
+        assert self._loop is not None
+        self._settling_until = self._loop.time() + SETTLING
+        sent = 0
+        for slot in self.pending.unanswered():
+            if slot.request is None:
+                continue
+            data, reply, headers = slot.request
+            subject = self.subjects.instance(slot.instance) if slot.instance else slot.subject
+            try:
+                await self.transport.publish(subject, data, reply=reply, headers=headers)
+            except TransportError as exc:
+                log.debug("resend to %s failed: %s", subject, exc)
+                continue
+            sent += 1
+        self.stats.resent += sent
+        if sent:
+            log.info("re-sent %d unanswered calls after reconnecting", sent)
+        return sent
+
+    def _retry_while_settling(self, correlation_id: str) -> bool:
+        """Right after a reconnect, "no responders" may only mean the callee is reconnecting too.
+
+        Within ``SETTLING`` seconds of a reconnect the request is sent again a little
+        later instead (its deadline still applies); True when a retry was scheduled.
+        """
+        loop = self._loop
+        slot = self.pending.get(correlation_id)
+        if loop is None or slot is None or slot.request is None or loop.time() >= self._settling_until:
+            return False
+        data, reply, headers = slot.request
+
+        async def retry() -> None:
+            if correlation_id in self.pending:
+                with contextlib.suppress(TransportError):
+                    await self.transport.publish(slot.subject, data, reply=reply, headers=headers)
+
+        def start() -> None:
+            task = loop.create_task(retry())
+            self._retries.add(task)
+            task.add_done_callback(self._retries.discard)
+
+        loop.call_later(0.1, start)
+        return True
 
     def _on_permission_error(self, operation: str, subject: str) -> None:
         """The server refused a publish or subscription: fail the calls it concerns at once."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from .errors import A2AError
 
@@ -28,15 +28,20 @@ Outcome = bytes | A2AError | _Marker
 
 
 class Reply:
-    """One pending call; ``instance`` is set once the instance holding it acknowledged it."""
+    """One pending call; ``instance`` is set once the instance holding it acknowledged it.
 
-    __slots__ = ("future", "instance", "opened", "subject")
+    ``request`` keeps what was published (data, reply subject, headers) so the call can
+    be sent again after the connection was lost.
+    """
+
+    __slots__ = ("future", "instance", "opened", "request", "subject")
 
     def __init__(self, future: asyncio.Future[Outcome], opened: float, subject: str) -> None:
         self.future = future
         self.instance: str | None = None
         self.opened = opened
         self.subject = subject
+        self.request: tuple[bytes, str, Mapping[str, str] | None] | None = None
 
 
 class PendingCalls:
@@ -51,6 +56,9 @@ class PendingCalls:
             raise ValueError(f"a call with correlationId {correlation_id!r} is already pending")
         slot = self._slots[correlation_id] = Reply(loop.create_future(), loop.time(), subject)
         return slot
+
+    def get(self, correlation_id: str) -> Reply | None:
+        return self._slots.get(correlation_id)
 
     def close(self, correlation_id: str) -> None:
         self._slots.pop(correlation_id, None)
@@ -77,6 +85,10 @@ class PendingCalls:
         slot = self._slots.get(correlation_id)
         if slot is not None:
             slot.instance = instance
+
+    def unanswered(self) -> list[Reply]:
+        """Calls still waiting for a reply."""
+        return [slot for slot in self._slots.values() if not slot.future.done()]
 
     def acknowledged_before(self, when: float) -> dict[str, list[str]]:
         """Instance -> ids of unanswered calls it acknowledged that were opened before ``when``."""

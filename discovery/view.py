@@ -10,6 +10,7 @@ seconds is ignored. While Redis is unreachable the view keeps its last known sta
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import logging
 import random
@@ -72,7 +73,8 @@ class LocalView:
         self.connected = False
         self.resyncs = 0
         self._entries: dict[str, ViewEntry] = {}
-        self._by_capability: dict[str, set[str]] = {}
+        self._ranked: dict[str, list[tuple[float, str]]] = {}
+        """Capability -> (-proficiency, instance id), best first."""
 
     # -- reading ---------------------------------------------------------------
 
@@ -91,26 +93,58 @@ class LocalView:
         Highest match score among available instances, ties to the lower load. When
         every capable instance is busy, the least loaded busy one (it queues the
         request). Offline, stale and ``exclude``d instances are never chosen.
+
+        The same threshold search as the registry's script runs over per-capability
+        lists ranked by proficiency, so the usual case reads a handful of entries
+        whatever the registry's size.
         """
         if not capabilities:
             return None
         excluded = set(exclude)
-        ids: set[str] = set()
-        for cap in capabilities:
-            ids |= self._by_capability.get(cap, set())
         now = time.monotonic()
-        best: tuple[bool, float, float] | None = None
+        ranked = [self._ranked.get(cap, []) for cap in capabilities]
+        seen: set[str] = set()
+        best: tuple[float, float] | None = None
         chosen: ViewEntry | None = None
+        depth = 0
+        while True:
+            threshold = 0.0
+            more = False
+            for entries in ranked:
+                if depth >= len(entries):
+                    continue
+                neg_proficiency, agent_id = entries[depth]
+                threshold -= neg_proficiency
+                more = more or depth + 1 < len(entries)
+                if agent_id in seen or agent_id in excluded:
+                    continue
+                seen.add(agent_id)
+                entry = self._entries[agent_id]
+                if entry.profile.status != "available" or not self._is_live(entry, now):
+                    continue
+                key = (match_score(entry.proficiencies, capabilities), -entry.load_ratio)
+                if key[0] > 0 and (best is None or key > best):
+                    best, chosen = key, entry
+            if best is not None and best[0] >= threshold / len(capabilities):
+                return chosen
+            if not more:
+                break
+            depth += 1
+        return chosen or self._least_loaded_busy(capabilities, excluded, now)
+
+    def _least_loaded_busy(
+        self, capabilities: Sequence[str], excluded: set[str], now: float
+    ) -> ViewEntry | None:
+        """Every capable instance is busy (rare): the best of them, ties to the lower load."""
+        best: tuple[float, float] | None = None
+        chosen: ViewEntry | None = None
+        ids = {agent_id for cap in capabilities for _, agent_id in self._ranked.get(cap, ())}
         for agent_id in ids - excluded:
             entry = self._entries[agent_id]
-            status = entry.profile.status
-            if status == "offline" or not self._is_live(entry, now):
+            if entry.profile.status != "busy" or not self._is_live(entry, now):
                 continue
-            score = match_score(entry.proficiencies, capabilities)
-            if score <= 0:
-                continue
-            key = (status == "available", score, -entry.load_ratio)
-            if best is None or key > best:
+            key = (match_score(entry.proficiencies, capabilities), -entry.load_ratio)
+            if key[0] > 0 and (best is None or key > best):
                 best, chosen = key, entry
         return chosen
 
@@ -126,8 +160,8 @@ class LocalView:
             self._unindex(old)
         entry = ViewEntry(profile, profile.proficiencies(), time.monotonic())
         self._entries[profile.agent_id] = entry
-        for cap in entry.proficiencies:
-            self._by_capability.setdefault(cap, set()).add(profile.agent_id)
+        for cap, proficiency in entry.proficiencies.items():
+            bisect.insort(self._ranked.setdefault(cap, []), (-proficiency, profile.agent_id))
 
     def set_state(self, agent_id: str, status: AgentStatus, load: int, capacity: int) -> bool:
         """Apply a heartbeat; False when the instance is unknown."""
@@ -146,16 +180,20 @@ class LocalView:
             self._unindex(entry)
 
     def _unindex(self, entry: ViewEntry) -> None:
-        for cap in entry.proficiencies:
-            ids = self._by_capability.get(cap)
-            if ids is not None:
-                ids.discard(entry.agent_id)
-                if not ids:
-                    del self._by_capability[cap]
+        for cap, proficiency in entry.proficiencies.items():
+            ranked = self._ranked.get(cap)
+            if ranked is None:
+                continue
+            key = (-proficiency, entry.agent_id)
+            i = bisect.bisect_left(ranked, key)
+            if i < len(ranked) and ranked[i] == key:
+                del ranked[i]
+            if not ranked:
+                del self._ranked[cap]
 
     def _replace_all(self, profiles: Sequence[AgentProfile]) -> None:
         self._entries.clear()
-        self._by_capability.clear()
+        self._ranked.clear()
         for profile in profiles:
             self.upsert(profile)
 

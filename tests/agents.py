@@ -48,6 +48,11 @@ async def _sleep(ctx: Context, params: dict[str, Any]) -> Any:
     return {"slept": params["seconds"], "instance": ctx.instance_id, "pid": os.getpid()}
 
 
+@echo.action("big", input_schema={"type": "object", "required": ["size"]})
+async def _big(ctx: Context, params: dict[str, Any]) -> Any:
+    return "x" * params["size"]
+
+
 @echo.action("fail")
 async def _fail(ctx: Context, params: dict[str, Any]) -> Any:
     raise RuntimeError(params.get("message", "boom"))

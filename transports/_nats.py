@@ -94,6 +94,8 @@ class NatsTransport(Transport):
 
         async def reconnected_cb() -> None:
             log.warning("reconnected to NATS at %s", nc.connected_url)
+            if transport is not None and transport.on_reconnected is not None:
+                await transport.on_reconnected()
 
         options: dict[str, Any] = dict(
             servers=list(servers),
@@ -111,6 +113,9 @@ class NatsTransport(Transport):
             password=password,
             token=token,
             tls=tls,
+            # Subjects are built and validated by bus.Subjects; checking them again with a
+            # regular expression on every publish costs more than the rest of a publish.
+            skip_subject_validation=True,
         )
         if nkeys_seed:
             options["nkeys_seed"] = nkeys_seed

@@ -66,6 +66,8 @@ class Transport(abc.ABC):
 
     on_permission_error: Callable[[str, str], None] | None = None
     """Called with ("Publish" | "Subscription", subject) when the server refuses one."""
+    on_reconnected: Callable[[], Awaitable[object]] | None = None
+    """Awaited after the connection came back (subscriptions already restored)."""
 
     @abc.abstractmethod
     async def publish(

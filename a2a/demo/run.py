@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import msgspec
 from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
@@ -23,7 +22,7 @@ from bus.handoff import ChatMessage
 from bus.ids import new_id
 from transports import Message
 
-from ..audit import AuditRecord
+from ..audit import AuditRecord, decode_records
 from ..config import Settings
 from ..history import Interaction
 from ..runtime import Runtime
@@ -50,7 +49,6 @@ CONVERSATION = [
     ("user", "The public functions in inventory.py have no docstrings."),
     ("user", TASK + "."),
 ]
-_record_decoder = msgspec.json.Decoder(AuditRecord)
 
 
 def spawn_agent(target: str, env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
@@ -150,7 +148,7 @@ async def _drive(
     records: list[AuditRecord] = []
 
     async def collect(msg: Message) -> None:
-        records.append(_record_decoder.decode(msg.data))
+        records.extend(decode_records(msg.data))
 
     async with Runtime(settings) as rt:
         assert rt.history is not None

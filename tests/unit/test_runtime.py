@@ -43,7 +43,7 @@ async def test_typed_errors_name_agent_and_hop(make_runtime: MakeRuntime) -> Non
     with pytest.raises(UnknownAction) as unknown:
         await client.call("echo", "nope")
     assert (unknown.value.agent, unknown.value.hop) == ("echo", 1)
-    assert unknown.value.details["actions"] == ["echo", "fail", "sleep", "whoami"]
+    assert unknown.value.details["actions"] == ["big", "echo", "fail", "sleep", "whoami"]
     with pytest.raises(InvalidParams) as invalid:
         await client.call("echo", "sleep", {"seconds": -1})
     assert invalid.value.details["path"] == "$.seconds"
@@ -384,3 +384,76 @@ async def test_errors_leave_async_with_runtime_unwrapped(broker: Any) -> None:
     with pytest.raises(NoResponders):
         async with Runtime(Settings(redis_url=None), transport=broker.connect()) as rt:
             await rt.call("nobody", "x")
+
+
+async def test_a_call_sent_again_is_answered_from_the_reply_cache_not_run_twice(
+    make_runtime: MakeRuntime,
+) -> None:
+    runs = 0
+    once = Agent("once")
+
+    @once.action("count")
+    async def count(ctx: Context, params: dict[str, Any]) -> int:
+        nonlocal runs
+        runs += 1
+        return runs
+
+    server, client = await make_runtime(), await make_runtime()
+    (host,) = await server.serve(once)
+    env = RequestEnvelope(
+        message_id="m",
+        source_agent_id="c",
+        target_agent_id="once",
+        conversation_id="c",
+        protocol_version=PROTOCOL_VERSION,
+        payload=Payload(action="count"),
+        metadata=Metadata(timestamp=1, correlation_id="dup1", ttl_ms=2000, hop_count=1),
+    )
+    transport = client.bus.transport
+    replies: list[bytes] = []
+    reply_subject = client.bus.reply_prefix + "dup1"
+    sub = await transport.subscribe(reply_subject, lambda msg: _append(replies, msg.data))
+    for _ in range(3):
+        await transport.publish(
+            server.bus.subjects.agent("once"), codec.encode_envelope(env), reply=reply_subject
+        )
+        await anyio.sleep(0.05)
+    await sub.unsubscribe()
+    assert runs == 1 and host.stats.repeated == 2
+    assert [json.loads(r)["payload"]["result"] for r in replies] == [1, 1, 1]
+
+
+async def _append(into: list[bytes], data: bytes) -> None:
+    into.append(data)
+
+
+async def test_unanswered_calls_are_sent_again_after_a_reconnect(
+    make_runtime: MakeRuntime, broker: Any
+) -> None:
+    """A request lost with a dead server is sent again when the connection comes back."""
+    client = await make_runtime()
+    flaky = broker.connect()
+    seen: list[str] = []
+
+    async def responder(msg: Any) -> None:
+        env = codec.decode_envelope(msg.data)
+        seen.append(env.metadata.correlation_id)
+        if len(seen) == 1:
+            return  # the first delivery "dies with the server"
+        reply = {"type": "response", "messageId": "r", "sourceAgentId": "x", "targetAgentId": "c",
+                 "conversationId": env.conversation_id, "protocolVersion": PROTOCOL_VERSION,
+                 "payload": {"action": "x", "result": "second time"},
+                 "metadata": {"timestamp": 1, "correlationId": env.metadata.correlation_id}}  # fmt: skip
+        await flaky.publish(msg.reply, json.dumps(reply).encode())
+
+    await flaky.subscribe(client.bus.subjects.agent("lossy"), responder)
+    async with anyio.create_task_group() as tg:
+        result: list[Any] = []
+
+        async def call() -> None:
+            result.append(await client.call("lossy", "x", timeout=3))
+
+        tg.start_soon(call)
+        await anyio.sleep(0.1)
+        assert await client.bus.resend_unanswered() == 1
+    assert result == ["second time"] and len(set(seen)) == 1 and len(seen) == 2

@@ -1,0 +1,77 @@
+"""The other process of ``a2a bench``: a raw nats-py echo responder and a runtime echo agent.
+
+Both answer in the same process and event loop, so the raw and runtime measurements
+share every condition but the code under test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from typing import Any
+
+import anyio
+import nats
+from nats.aio.msg import Msg
+
+from ..agent import Agent
+from ..config import Settings
+from ..context import Context
+from ..runtime import Runtime
+
+__all__ = ["ECHO_CAPABILITY", "echo_agent", "raw_subject"]
+
+ECHO_CAPABILITY = "bench.echo"
+
+
+def raw_subject(namespace: str) -> str:
+    return f"bench.raw.{namespace}"
+
+
+def echo_agent(name: str = "bench-echo") -> Agent:
+    from discovery import AgentCapability
+
+    agent = Agent(name, capabilities=[AgentCapability(id=ECHO_CAPABILITY)], max_concurrency=256)
+
+    @agent.action("echo")
+    async def echo(ctx: Context, params: dict[str, Any]) -> Any:
+        return params
+
+    return agent
+
+
+async def serve(nats_url: str, redis_url: str, namespace: str) -> None:
+    nc = await nats.connect(nats_url)
+
+    async def respond(msg: Msg) -> None:
+        await msg.respond(msg.data)
+
+    await nc.subscribe(raw_subject(namespace), cb=respond)
+    settings = Settings(nats_url=nats_url, redis_url=redis_url, namespace=namespace)
+    quiet = Settings(nats_url=nats_url, redis_url=redis_url, namespace=namespace, audit=False)
+    async with Runtime(settings) as rt, Runtime(quiet) as rt_quiet:
+        await rt.serve(echo_agent())
+        await rt_quiet.serve(echo_agent("bench-echo-unaudited"))
+        await nc.flush()
+        print("ready", flush=True)
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for _ in signals:
+                break
+    await nc.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nats-url", required=True)
+    parser.add_argument("--redis-url", required=True)
+    parser.add_argument("--namespace", required=True)
+    parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio")
+    args = parser.parse_args()
+    options = {"use_uvloop": args.loop == "uvloop"}
+    anyio.run(
+        serve, args.nats_url, args.redis_url, args.namespace, backend="asyncio", backend_options=options
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,338 @@
+"""``a2a bench``: the runtime against raw nats-py and redis-py, measured in the same run.
+
+Windows of raw and runtime calls alternate, each preceded by a short CPU calibration;
+a window whose calibration ran more than 30% slower than the median was disturbed by
+something else on the machine and is left out of the figures (and reported). Only
+ratios measured this way mean something on a shared machine.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from contextlib import ExitStack, suppress
+from typing import Any
+
+import anyio
+import msgspec
+import nats
+import redis.asyncio as aioredis
+
+from bus.errors import A2AError
+from discovery import AgentCapability, AgentProfile, Registry
+
+from ..config import Settings
+from ..route import by_capability
+from ..runtime import Runtime
+from ..servers import NatsServer, RedisServer, die_with_parent
+from .responder import ECHO_CAPABILITY, raw_subject
+
+__all__ = ["BenchConfig", "BenchReport", "run_bench"]
+
+PAYLOAD = {"text": "x" * 64, "n": 1}
+_DISTURBED = 1.3
+
+
+class BenchConfig(msgspec.Struct, kw_only=True):
+    calls: int = 5000
+    """Calls per throughput window."""
+    sequential: int = 1000
+    """Calls per latency window."""
+    concurrency: int = 64
+    rounds: int = 3
+    memory_calls: int = 100_000
+    registry_sizes: tuple[int, ...] = (10, 1_000, 10_000)
+    registry_lookups: int = 500
+
+
+class Window(msgspec.Struct):
+    mode: str
+    kind: str
+    value: float
+    calibration_ms: float
+    disturbed: bool = False
+
+
+class BenchReport(msgspec.Struct, kw_only=True):
+    loop: str
+    throughput: dict[str, float]
+    """Calls per second with ``concurrency`` in flight (median of undisturbed windows)."""
+    latency_p50_us: dict[str, float]
+    latency_p99_us: dict[str, float]
+    ratios: dict[str, float]
+    added_p50_us: dict[str, float]
+    find_best_us: dict[str, dict[str, float]]
+    """Registry size -> p50/p99 of the Redis search (one round trip) and of the local view."""
+    memory: dict[str, float]
+    windows: list[Window]
+    targets: dict[str, bool]
+
+
+def calibrate() -> float:
+    """Milliseconds for a fixed amount of pure-Python work: the machine's speed right now."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(200_000):
+        total += i * i % 7
+    return (time.perf_counter() - start) * 1000
+
+
+def rss_mb() -> float:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _throughput(call: Callable[[], Awaitable[Any]], calls: int, concurrency: int) -> float:
+    per_worker = calls // concurrency
+
+    async def worker() -> None:
+        for _ in range(per_worker):
+            await call()
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(concurrency):
+            tg.start_soon(worker)
+    return per_worker * concurrency / (time.perf_counter() - start)
+
+
+async def _latencies(call: Callable[[], Awaitable[Any]], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        await call()
+        out.append((time.perf_counter() - start) * 1e6)
+    return out
+
+
+async def _measure(settings: Settings, config: BenchConfig, loop_name: str) -> BenchReport:
+    namespace = settings.namespace
+    nc = await nats.connect(settings.nats_url)
+    raw_payload = msgspec.json.encode(PAYLOAD)
+    subject = raw_subject(namespace)
+    async with Runtime(settings) as rt:
+        await rt.wait_for_agents(["bench-echo", "bench-echo-unaudited"], timeout=30)
+
+        async def raw() -> Any:
+            return await nc.request(subject, raw_payload, timeout=10)
+
+        async def by_name() -> Any:
+            return await rt.call("bench-echo", "echo", PAYLOAD, timeout=10)
+
+        route = by_capability(ECHO_CAPABILITY)
+
+        async def by_cap() -> Any:
+            return await rt.call(route, "echo", PAYLOAD, timeout=10)
+
+        async def unaudited() -> Any:
+            return await rt.call("bench-echo-unaudited", "echo", PAYLOAD, timeout=10)
+
+        modes = {"raw": raw, "name": by_name, "capability": by_cap, "name_unaudited": unaudited}
+        for call in modes.values():  # warm up connections, caches and the JIT-less interpreter alike
+            await _throughput(call, 500, config.concurrency)
+        windows: list[Window] = []
+        for _ in range(config.rounds):
+            for mode, call in modes.items():
+                cal = calibrate()
+                windows.append(
+                    Window(mode, "throughput", await _throughput(call, config.calls, config.concurrency), cal)
+                )
+                cal = calibrate()
+                lat = await _latencies(call, config.sequential)
+                windows.append(Window(mode, "p50", percentile(lat, 0.5), cal))
+                windows.append(Window(mode, "p99", percentile(lat, 0.99), cal))
+        median_cal = statistics.median(w.calibration_ms for w in windows)
+        for w in windows:
+            w.disturbed = w.calibration_ms > _DISTURBED * median_cal
+
+        def figure(mode: str, kind: str) -> float:
+            values = [w.value for w in windows if w.mode == mode and w.kind == kind and not w.disturbed]
+            values = values or [w.value for w in windows if w.mode == mode and w.kind == kind]
+            return statistics.median(values)
+
+        throughput = {m: round(figure(m, "throughput"), 1) for m in modes}
+        p50 = {m: round(figure(m, "p50"), 1) for m in modes}
+        p99 = {m: round(figure(m, "p99"), 1) for m in modes}
+        runtime_modes = ("name", "capability", "name_unaudited")
+        ratios = {m: round(throughput[m] / throughput["raw"], 3) for m in runtime_modes}
+        added = {m: round(p50[m] - p50["raw"], 1) for m in runtime_modes}
+
+        # Pending futures and memory across many calls, timeouts included.
+        gc.collect()
+        before = rss_mb()
+        pending_before = len(rt.bus.pending)
+        await _throughput(by_name, config.memory_calls, config.concurrency)
+        for _ in range(200):  # calls that time out: their pending entries must go too
+            with anyio.move_on_after(5), suppress(A2AError):  # NO_RESPONDERS or DEADLINE_EXCEEDED
+                await rt.call("bench-nobody", "x", timeout=0.001)
+        gc.collect()
+        after = rss_mb()
+        memory = {
+            "calls": float(config.memory_calls),
+            "rss_before_mb": round(before, 1),
+            "rss_after_mb": round(after, 1),
+            "rss_growth_mb": round(after - before, 1),
+            "pending_before": float(pending_before),
+            "pending_after": float(len(rt.bus.pending)),
+            "late_replies": float(rt.bus.pending.late_replies),
+        }
+    await nc.close()
+    find_best = await _registry_bench(settings, config)
+    targets = {
+        "name >= 0.80x raw throughput": ratios["name"] >= 0.80,
+        "capability >= 0.70x raw throughput": ratios["capability"] >= 0.70,
+        "added p50 <= 100 us": added["name"] <= 100,
+        "find_best p50 <= 1 ms at 10,000": find_best.get("10000", {}).get("redis_p50", 1e9) <= 1000,
+        "0 pending futures": memory["pending_after"] == 0,
+        "memory flat (< 20 MB growth)": memory["rss_growth_mb"] < 20,
+    }
+    return BenchReport(
+        loop=loop_name,
+        throughput=throughput,
+        latency_p50_us=p50,
+        latency_p99_us=p99,
+        ratios=ratios,
+        added_p50_us=added,
+        find_best_us=find_best,
+        memory=memory,
+        windows=windows,
+        targets=targets,
+    )
+
+
+async def _registry_bench(settings: Settings, config: BenchConfig) -> dict[str, dict[str, float]]:
+    """find_best_agent over registries of growing size: the Redis script, and the local view."""
+    from discovery import LocalView
+
+    out: dict[str, dict[str, float]] = {}
+    client = aioredis.Redis.from_url(settings.redis_url or "", decode_responses=True)
+    try:
+        for size in config.registry_sizes:
+            registry = Registry(client, namespace=f"{settings.namespace}-r{size}", heartbeat_interval=600)
+            async with client.pipeline(transaction=False) as pipe:
+                for i in range(size):
+                    profile = AgentProfile(
+                        agent_id=f"w{size}-{i}",
+                        name="worker",
+                        capabilities=[
+                            AgentCapability(
+                                id="bench.cap", proficiency=round(0.5 + (i * 7919 % 500) / 1000, 3)
+                            ),
+                            AgentCapability(id=f"other.{i % 20}", proficiency=0.5),
+                        ],
+                        capacity=8,
+                    )
+                    await _register_in(pipe, registry, profile)
+                await pipe.execute()
+            await registry.find_best_agent(["bench.cap"])  # load the script
+            redis_us = []
+            for _ in range(config.registry_lookups):
+                start = time.perf_counter()
+                await registry.find_best_agent(["bench.cap"])
+                redis_us.append((time.perf_counter() - start) * 1e6)
+            view = LocalView(registry)
+            view._replace_all(await registry.list_agents())
+            view.connected = True
+            local_us = []
+            for _ in range(config.registry_lookups):
+                start = time.perf_counter()
+                view.best(["bench.cap"])
+                local_us.append((time.perf_counter() - start) * 1e6)
+            out[str(size)] = {
+                "redis_p50": round(percentile(redis_us, 0.5), 1),
+                "redis_p99": round(percentile(redis_us, 0.99), 1),
+                "view_p50": round(percentile(local_us, 0.5), 1),
+                "view_p99": round(percentile(local_us, 0.99), 1),
+            }
+            await client.delete(*[k async for k in client.scan_iter(registry.keys.prefix + "*", count=5000)])
+    finally:
+        await client.aclose()
+    return out
+
+
+async def _register_in(pipe: Any, registry: Registry, profile: AgentProfile) -> None:
+    static = msgspec.structs.replace(profile, status="available", load=0, capacity=0, last_seen=0)
+    keys = registry.keys
+    await registry._register(
+        keys=[keys.instance(profile.agent_id), keys.instances, keys.capindex, keys.events],
+        args=[
+            keys.prefix,
+            profile.agent_id,
+            600_000,
+            profile.name,
+            "available",
+            0,
+            profile.capacity,
+            int(time.time() * 1000),
+            msgspec.json.encode(static).decode(),
+            msgspec.json.encode(profile.proficiencies()).decode(),
+        ],
+        client=pipe,
+    )
+
+
+def run_bench(
+    *,
+    nats_url: str | None,
+    redis_url: str | None,
+    loop: str,
+    config: BenchConfig,
+) -> BenchReport:
+    """Start servers if needed and the responder process, then measure on one event loop."""
+    namespace = f"bench{uuid.uuid4().hex[:6]}"
+    with ExitStack() as stack:
+        nats_url = nats_url or stack.enter_context(NatsServer()).url
+        redis_url = redis_url or stack.enter_context(RedisServer()).url
+        responder = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "a2a.bench.responder",
+                "--nats-url",
+                nats_url,
+                "--redis-url",
+                redis_url,
+                "--namespace",
+                namespace,
+                "--loop",
+                loop,
+            ],
+            stdout=subprocess.PIPE,
+            env={**os.environ, "OTEL_SDK_DISABLED": "true"},
+            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
+        )
+        stack.callback(_stop, responder)
+        assert responder.stdout is not None
+        if responder.stdout.readline().strip() != b"ready":
+            raise RuntimeError("the bench responder did not start")
+        settings = Settings(nats_url=nats_url, redis_url=redis_url, namespace=namespace)
+        options = {"use_uvloop": loop == "uvloop"}
+        return anyio.run(_measure, settings, config, loop, backend="asyncio", backend_options=options)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
