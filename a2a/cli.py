@@ -22,7 +22,7 @@ from bus.errors import A2AError
 from discovery import Registry
 
 from .agent import Agent
-from .config import Settings
+from .config import Settings, connect_nats
 from .route import Target, by_capability
 from .runtime import Runtime
 
@@ -275,7 +275,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     import nats.errors
 
-    from transports import NatsTransport, TransportError
+    from transports import TransportError
 
     from .audit import AuditFilter, read_audit
 
@@ -285,15 +285,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     )
 
     async def fetch() -> list[Any]:
-        transport = await NatsTransport.connect(
-            settings.nats_url,
-            user=settings.nats_user,
-            password=settings.nats_password,
-            token=settings.nats_token,
-            nkeys_seed=settings.nats_nkey_seed,
-            creds_file=settings.nats_creds,
-            tls=settings.tls_context(),
-        )
+        transport = await connect_nats(settings, name="a2a-audit")
         try:
             return await read_audit(transport, settings.namespace, match, limit=args.limit)
         finally:

@@ -10,8 +10,9 @@ from typing import Any
 import msgspec
 
 from bus.wire import DEFAULT_MAX_DEPTH, DEFAULT_MAX_HOPS, DEFAULT_TTL_MS
+from transports import NatsTransport
 
-__all__ = ["ENVIRONMENT", "Settings"]
+__all__ = ["ENVIRONMENT", "Settings", "connect_nats"]
 
 # Environment variable -> Settings field. Documented in the README's Configuration table.
 ENVIRONMENT: dict[str, str] = {
@@ -87,3 +88,21 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         if self.nats_tls_cert:
             ctx.load_cert_chain(self.nats_tls_cert, self.nats_tls_key)
         return ctx
+
+
+async def connect_nats(settings: Settings, *, name: str | None = None) -> NatsTransport:
+    """A NATS connection as ``settings`` describe it: servers, credentials, TLS.
+
+    Raises:
+        TransportError: no server could be reached or authentication failed.
+    """
+    return await NatsTransport.connect(
+        settings.nats_url,
+        name=name,
+        user=settings.nats_user,
+        password=settings.nats_password,
+        token=settings.nats_token,
+        nkeys_seed=settings.nats_nkey_seed,
+        creds_file=settings.nats_creds,
+        tls=settings.tls_context(),
+    )

@@ -39,12 +39,12 @@ from bus.wire import (
     ResponseEnvelope,
 )
 from discovery import LocalView, Registry
-from transports import MessageHandler, NatsTransport, Subscription, Transport, TransportError
+from transports import MessageHandler, Subscription, Transport, TransportError
 
 from ._host import AgentHost
 from .agent import Agent
 from .audit import AuditLog, AuditRecord, outcome_of
-from .config import Settings
+from .config import Settings, connect_nats
 from .context import Context
 from .context_builder import ContextBuilder
 from .history import HistoryStore, objective_key
@@ -165,16 +165,7 @@ class Runtime:
         stack.push_async_callback(_shielded, self.telemetry.aclose)
         if self._transport is None:
             try:
-                self._transport = await NatsTransport.connect(
-                    s.nats_url,
-                    name=f"a2a-{self.id}",
-                    user=s.nats_user,
-                    password=s.nats_password,
-                    token=s.nats_token,
-                    nkeys_seed=s.nats_nkey_seed,
-                    creds_file=s.nats_creds,
-                    tls=s.tls_context(),
-                )
+                self._transport = await connect_nats(s, name=f"a2a-{self.id}")
             except TransportError as exc:
                 raise Unavailable(str(exc)) from None
         stack.push_async_callback(_shielded, self._transport.aclose)

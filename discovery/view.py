@@ -120,10 +120,8 @@ class LocalView:
                     continue
                 seen.add(agent_id)
                 entry = self._entries[agent_id]
-                if entry.profile.status != "available" or not self._is_live(entry, now):
-                    continue
-                key = (match_score(entry.proficiencies, capabilities), -entry.load_ratio)
-                if key[0] > 0 and (best is None or key > best):
+                key = self._rank(entry, capabilities, "available", now)
+                if key is not None and (best is None or key > best):
                     best, chosen = key, entry
             if best is not None and best[0] >= threshold / len(capabilities):
                 return chosen
@@ -141,12 +139,19 @@ class LocalView:
         ids = {agent_id for cap in capabilities for _, agent_id in self._ranked.get(cap, ())}
         for agent_id in ids - excluded:
             entry = self._entries[agent_id]
-            if entry.profile.status != "busy" or not self._is_live(entry, now):
-                continue
-            key = (match_score(entry.proficiencies, capabilities), -entry.load_ratio)
-            if key[0] > 0 and (best is None or key > best):
+            key = self._rank(entry, capabilities, "busy", now)
+            if key is not None and (best is None or key > best):
                 best, chosen = key, entry
         return chosen
+
+    def _rank(
+        self, entry: ViewEntry, capabilities: Sequence[str], status: AgentStatus, now: float
+    ) -> tuple[float, float] | None:
+        """(score, -load ratio) of a live entry in ``status`` that matches at all, else None."""
+        if entry.profile.status != status or not self._is_live(entry, now):
+            return None
+        score = match_score(entry.proficiencies, capabilities)
+        return (score, -entry.load_ratio) if score > 0 else None
 
     def _is_live(self, entry: ViewEntry, now: float) -> bool:
         return not self.connected or now - entry.seen < self.stale_after

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from types import TracebackType
+from typing import Any
+
+import anyio
 
 from a2a import Settings
 from a2a.servers import die_with_parent
+from transports import Transport
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,3 +96,24 @@ def wait_until(predicate: object, timeout: float = 10.0, interval: float = 0.02)
             return time.monotonic() - start
         time.sleep(interval)
     raise AssertionError(f"condition not met within {timeout}s")
+
+
+async def raw_exchange(
+    transport: Transport, subject: str, data: bytes, timeout: float = 5.0
+) -> dict[str, Any]:
+    """Publish bytes with a reply inbox, as a plain NATS client would; return the reply as JSON."""
+    got: list[bytes] = []
+    done = anyio.Event()
+
+    async def on_reply(msg: Any) -> None:
+        got.append(msg.data)
+        done.set()
+
+    inbox = f"_INBOX.t{uuid.uuid4().hex}"
+    sub = await transport.subscribe(inbox, on_reply)
+    await transport.flush()
+    await transport.publish(subject, data, reply=inbox)
+    with anyio.fail_after(timeout):
+        await done.wait()
+    await sub.unsubscribe()
+    return json.loads(got[0])  # type: ignore[no-any-return]

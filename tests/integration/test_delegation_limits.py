@@ -6,7 +6,6 @@ tests/roster.yaml; the test process is a fourth, acting as the user.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from pathlib import Path
@@ -28,6 +27,7 @@ from a2a import (
 from bus import codec
 from bus.handoff import Delegation
 from bus.wire import PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope
+from tests.helpers import raw_exchange
 from tests.integration.conftest import AGENTS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -61,22 +61,7 @@ async def raw_request(rt: Runtime, agent: str, **fields: Any) -> dict[str, Any]:
         metadata=Metadata(**meta),
         **fields,
     )
-    transport = rt.bus.transport
-    got: list[bytes] = []
-    done = anyio.Event()
-
-    async def on_reply(msg: Any) -> None:
-        got.append(msg.data)
-        done.set()
-
-    inbox = f"_INBOX.t{uuid.uuid4().hex}"
-    sub = await transport.subscribe(inbox, on_reply)
-    await transport.flush()
-    await transport.publish(rt.bus.subjects.agent(agent), codec.encode_envelope(env), reply=inbox)
-    with anyio.fail_after(5):
-        await done.wait()
-    await sub.unsubscribe()
-    return json.loads(got[0])  # type: ignore[no-any-return]
+    return await raw_exchange(rt.bus.transport, rt.bus.subjects.agent(agent), codec.encode_envelope(env))
 
 
 def error_of(reply: dict[str, Any]) -> dict[str, Any]:

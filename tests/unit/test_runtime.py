@@ -25,6 +25,7 @@ from a2a import (
 from bus import codec
 from bus.wire import PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope
 from tests.agents import echo, relay
+from tests.helpers import raw_exchange
 
 from .conftest import MakeRuntime
 
@@ -337,22 +338,7 @@ async def test_late_replies_are_dropped_and_counted(make_runtime: MakeRuntime, b
 
 
 async def _publish_raw(client: Any, subject: str, data: bytes) -> dict[str, Any]:
-    """Publish bytes with a reply subject, as a plain NATS client would; return the reply JSON."""
-    transport = client.bus.transport
-    got: list[bytes] = []
-    event = anyio.Event()
-
-    async def on_reply(msg: Any) -> None:
-        got.append(msg.data)
-        event.set()
-
-    inbox = f"_INBOX.raw{id(got)}"
-    sub = await transport.subscribe(inbox, on_reply)
-    await transport.publish(subject, data, reply=inbox)
-    with anyio.fail_after(2):
-        await event.wait()
-    await sub.unsubscribe()
-    return json.loads(got[0])  # type: ignore[no-any-return]
+    return await raw_exchange(client.bus.transport, subject, data, timeout=2)
 
 
 async def _raw_request(
