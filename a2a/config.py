@@ -28,6 +28,7 @@ ENVIRONMENT: dict[str, str] = {
     "A2A_ROSTER": "roster",
     "A2A_AUDIT": "audit",
     "A2A_HEALTH_PORT": "health_port",
+    "A2A_CONNECT_TIMEOUT": "connect_timeout",
     "NATS_USER": "nats_user",
     "NATS_PASSWORD": "nats_password",
     "NATS_TOKEN": "nats_token",
@@ -61,10 +62,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Publish an audit record for every exchange."""
     health_port: int | None = None
     """Serve /livez, /readyz and /healthz on this port (``a2a serve``)."""
+    connect_timeout: float = 10.0
+    """How long to keep trying to reach NATS at start-up before giving up."""
     nats_user: str | None = None
     nats_password: str | None = None
     nats_token: str | None = None
     nats_nkey_seed: str | None = None
+    """An NKey user seed (``SU...``) or the path of a file holding one."""
     nats_creds: str | None = None
     nats_tls_ca: str | None = None
     nats_tls_cert: str | None = None
@@ -105,4 +109,5 @@ async def connect_nats(settings: Settings, *, name: str | None = None) -> NatsTr
         nkeys_seed=settings.nats_nkey_seed,
         creds_file=settings.nats_creds,
         tls=settings.tls_context(),
+        connect_wait=settings.connect_timeout,
     )

@@ -10,6 +10,7 @@ import ssl
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
 import nats
 import nats.errors
 from nats.aio.client import Client as NatsClient
@@ -23,6 +24,7 @@ __all__ = ["NatsTransport"]
 
 log = logging.getLogger("a2a.transport.nats")
 
+_NKEY_USER_SEED = re.compile(r"SU[A-Z2-7]{56}")
 _PERMISSION = re.compile(r'Permissions Violation for (Publish|Subscription) to "?([^"\s]+)"?', re.IGNORECASE)
 
 # Messages a subscription may hold before nats-py drops them as a "slow consumer".
@@ -65,19 +67,28 @@ class NatsTransport(Transport):
         creds_file: str | None = None,
         tls: ssl.SSLContext | None = None,
         connect_timeout: float = 5.0,
+        connect_wait: float = 10.0,
         reconnect_time_wait: float = 0.25,
         ping_interval: float = 10.0,
     ) -> NatsTransport:
         """Connect to ``servers`` (``nats://host:port``, comma-separated or a list).
 
+        Keeps trying for ``connect_wait`` seconds (servers may still be starting); once
+        connected, it reconnects forever.
+
         Raises:
-            TransportError: no server could be reached or authentication failed.
+            TransportError: no server could be reached in time, or authentication or
+                TLS failed; the message says the last reason.
         """
         if isinstance(servers, str):
             servers = [s.strip() for s in servers.split(",") if s.strip()]
         transport: NatsTransport | None = None
+        last_error: list[Exception] = []
 
         async def error_cb(exc: Exception) -> None:
+            if transport is None:
+                last_error[:] = [exc]  # still connecting: remember why the attempt failed
+                return
             if isinstance(exc, nats.errors.SlowConsumerError) and transport is not None:
                 transport.slow_consumer_drops += 1
                 log.error("slow consumer on %s: message dropped", exc.subject)
@@ -117,13 +128,21 @@ class NatsTransport(Transport):
             # regular expression on every publish costs more than the rest of a publish.
             skip_subject_validation=True,
         )
-        if nkeys_seed:
-            options["nkeys_seed"] = nkeys_seed
+        if nkeys_seed:  # the seed itself (SU...), or a file holding it
+            is_seed = _NKEY_USER_SEED.fullmatch(nkeys_seed) is not None
+            options["nkeys_seed_str" if is_seed else "nkeys_seed"] = nkeys_seed
         if creds_file:
             options["user_credentials"] = creds_file
         nc = NatsClient()
         try:
-            await nc.connect(**options)
+            with anyio.fail_after(connect_wait):
+                await nc.connect(**options)
+        except TimeoutError:
+            await _close_quietly(nc)
+            reason = f": {last_error[0]}" if last_error else ""
+            raise TransportError(
+                f"cannot connect to NATS at {', '.join(servers)} within {connect_wait:g}s{reason}"
+            ) from None
         except Exception as exc:  # nats-py raises a variety of errors and OSErrors here
             await _close_quietly(nc)
             raise TransportError(f"cannot connect to NATS at {', '.join(servers)}: {exc}") from exc

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from a2a import AgentLost, Runtime, Settings, by_capability
+from a2a import AgentLost, Runtime, Settings, by_capability, by_instance
 from discovery import AgentProfile
 from tests.helpers import AgentProcess
 
@@ -44,6 +44,8 @@ async def test_a_call_chain_crosses_three_processes(settings: Settings) -> None:
             assert routed["result"] == {"k": 1}
             direct = await rt.call(by_capability("echo"), "whoami")
             assert direct["pid"] == echo_proc.pid
+            pinned = await rt.call(by_instance(direct["instance"]), "whoami")
+            assert pinned == direct
         assert relay_proc.proc is not None and relay_proc.proc.poll() is None
 
 
