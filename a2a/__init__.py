@@ -74,6 +74,7 @@ from .route import Route as Route
 from .route import by_capability as by_capability
 from .route import by_instance as by_instance
 from .runtime import Runtime as Runtime
+from .telemetry import Telemetry as Telemetry
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -137,6 +138,7 @@ __all__ = [
     "SourceRef",
     "SubAgentArgs",
     "SubAgentResult",
+    "Telemetry",
     "TokenCounter",
     "TokenUsage",
     "Unavailable",

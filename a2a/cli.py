@@ -101,15 +101,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     telemetry = Telemetry.from_env("+".join(a.name for a in agents))
 
     async def serve() -> None:
-        async with Runtime(settings, telemetry=telemetry) as rt:
-            if settings.health_port is not None:
-                await rt.serve_health(settings.health_port)
-            hosts = await rt.serve(*agents)
-            for host in hosts:
-                logging.getLogger("a2a").info(
-                    "serving %s as %s on %s", host.agent.name, host.instance_id, settings.nats_url
-                )
-            await rt.serve_forever()
+        # Signals are caught before anything registers, so a SIGTERM at any point after
+        # this deregisters cleanly instead of leaving the instance to expire.
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with Runtime(settings, telemetry=telemetry) as rt:
+                if settings.health_port is not None:
+                    await rt.serve_health(settings.health_port)
+                hosts = await rt.serve(*agents)
+                for host in hosts:
+                    logging.getLogger("a2a").info(
+                        "serving %s as %s on %s", host.agent.name, host.instance_id, settings.nats_url
+                    )
+                async for signum in signals:
+                    logging.getLogger("a2a").info("received %s; shutting down", signal.Signals(signum).name)
+                    break
 
     anyio.run(serve)
     return 0
