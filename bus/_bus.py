@@ -125,6 +125,8 @@ class Bus:
         self._reply_sub = await self.transport.subscribe(self.reply_prefix + "*", self._on_reply)
 
     async def aclose(self) -> None:
+        for retry in self._retries:
+            retry.cancel()
         if self._reply_sub is not None:
             await self._reply_sub.unsubscribe()
             self._reply_sub = None
@@ -324,6 +326,8 @@ class Bus:
                     await self.transport.publish(slot.subject, data, reply=reply, headers=headers)
 
         def start() -> None:
+            if self._reply_sub is None:
+                return  # closed meanwhile
             task = loop.create_task(retry())
             self._retries.add(task)
             task.add_done_callback(self._retries.discard)
