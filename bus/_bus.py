@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from transports import (
 from transports.base import Message
 
 from . import codec
-from ._pending import NO_RESPONDERS, TIMED_OUT, Outcome, PendingCalls
+from ._pending import NO_RESPONDERS, TIMED_OUT, Outcome, PendingCalls, Reply
 from .errors import (
     A2AError,
     AgentLost,
@@ -293,20 +292,24 @@ class Bus:
         self._settling_until = self._loop.time() + SETTLING
         sent = 0
         for slot in self.pending.unanswered():
-            if slot.request is None:
-                continue
-            data, reply, headers = slot.request
-            subject = self.subjects.instance(slot.instance) if slot.instance else slot.subject
-            try:
-                await self.transport.publish(subject, data, reply=reply, headers=headers)
-            except TransportError as exc:
-                log.debug("resend to %s failed: %s", subject, exc)
-                continue
-            sent += 1
+            sent += await self._send_again(slot)
         self.stats.resent += sent
         if sent:
             log.info("re-sent %d unanswered calls after reconnecting", sent)
         return sent
+
+    async def _send_again(self, slot: Reply) -> bool:
+        """Publish a pending call's request again: to the instance holding it, if one said so."""
+        if slot.request is None:
+            return False
+        data, reply, headers = slot.request
+        subject = self.subjects.instance(slot.instance) if slot.instance else slot.subject
+        try:
+            await self.transport.publish(subject, data, reply=reply, headers=headers)
+        except TransportError as exc:
+            log.debug("sending %s again failed: %s", subject, exc)
+            return False
+        return True
 
     def _retry_while_settling(self, correlation_id: str) -> bool:
         """Right after a reconnect, "no responders" may only mean the callee is reconnecting too.
@@ -318,12 +321,10 @@ class Bus:
         slot = self.pending.get(correlation_id)
         if loop is None or slot is None or slot.request is None or loop.time() >= self._settling_until:
             return False
-        data, reply, headers = slot.request
 
         async def retry() -> None:
             if correlation_id in self.pending:
-                with contextlib.suppress(TransportError):
-                    await self.transport.publish(slot.subject, data, reply=reply, headers=headers)
+                await self._send_again(slot)
 
         def start() -> None:
             if self._reply_sub is None:

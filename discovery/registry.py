@@ -115,28 +115,39 @@ class Registry:
 
     async def register(self, profile: AgentProfile) -> None:
         """Add or replace an instance; it stays while heartbeats keep coming."""
-        static = msgspec.structs.replace(profile, status="available", load=0, capacity=0, last_seen=0)
+        await self.register_many([profile])
+
+    async def register_many(self, profiles: Sequence[AgentProfile]) -> None:
+        """Add or replace instances in one pipelined round trip."""
+        now = now_ms()
         with redis_errors("register"):
-            await self._register(
-                keys=[
-                    self.keys.instance(profile.agent_id),
-                    self.keys.instances,
-                    self.keys.capindex,
-                    self.keys.events,
-                ],
-                args=[
-                    self.keys.prefix,
-                    profile.agent_id,
-                    self._ttl_ms,
-                    profile.name,
-                    profile.status,
-                    profile.load,
-                    profile.capacity,
-                    now_ms(),
-                    _profile_encoder.encode(static).decode(),
-                    _profile_encoder.encode(profile.proficiencies()).decode(),
-                ],
-            )
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for profile in profiles:
+                    static = msgspec.structs.replace(
+                        profile, status="available", load=0, capacity=0, last_seen=0
+                    )
+                    await self._register(
+                        keys=[
+                            self.keys.instance(profile.agent_id),
+                            self.keys.instances,
+                            self.keys.capindex,
+                            self.keys.events,
+                        ],
+                        args=[
+                            self.keys.prefix,
+                            profile.agent_id,
+                            self._ttl_ms,
+                            profile.name,
+                            profile.status,
+                            profile.load,
+                            profile.capacity,
+                            now,
+                            _profile_encoder.encode(static).decode(),
+                            _profile_encoder.encode(profile.proficiencies()).decode(),
+                        ],
+                        client=pipe,
+                    )
+                await pipe.execute()
 
     async def heartbeat(self, states: Sequence[InstanceState]) -> list[str]:
         """Refresh instances in one pipelined round trip.

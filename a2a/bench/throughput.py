@@ -228,21 +228,20 @@ async def _registry_bench(settings: Settings, config: BenchConfig) -> dict[str, 
     try:
         for size in config.registry_sizes:
             registry = Registry(client, namespace=f"{settings.namespace}-r{size}", heartbeat_interval=600)
-            async with client.pipeline(transaction=False) as pipe:
-                for i in range(size):
-                    profile = AgentProfile(
+            await registry.register_many(
+                [
+                    AgentProfile(
                         agent_id=f"w{size}-{i}",
                         name="worker",
                         capabilities=[
-                            AgentCapability(
-                                id="bench.cap", proficiency=round(0.5 + (i * 7919 % 500) / 1000, 3)
-                            ),
+                            AgentCapability(id="bench.cap", proficiency=_spread(i)),
                             AgentCapability(id=f"other.{i % 20}", proficiency=0.5),
                         ],
                         capacity=8,
                     )
-                    await _register_in(pipe, registry, profile)
-                await pipe.execute()
+                    for i in range(size)
+                ]
+            )
             await registry.find_best_agent(["bench.cap"])  # load the script
             redis_us = []
             for _ in range(config.registry_lookups):
@@ -269,25 +268,9 @@ async def _registry_bench(settings: Settings, config: BenchConfig) -> dict[str, 
     return out
 
 
-async def _register_in(pipe: Any, registry: Registry, profile: AgentProfile) -> None:
-    static = msgspec.structs.replace(profile, status="available", load=0, capacity=0, last_seen=0)
-    keys = registry.keys
-    await registry._register(
-        keys=[keys.instance(profile.agent_id), keys.instances, keys.capindex, keys.events],
-        args=[
-            keys.prefix,
-            profile.agent_id,
-            600_000,
-            profile.name,
-            "available",
-            0,
-            profile.capacity,
-            int(time.time() * 1000),
-            msgspec.json.encode(static).decode(),
-            msgspec.json.encode(profile.proficiencies()).decode(),
-        ],
-        client=pipe,
-    )
+def _spread(i: int) -> float:
+    """A deterministic proficiency in [0.5, 1.0) for the i-th benchmark instance."""
+    return round(0.5 + (i * 7919 % 500) / 1000, 3)
 
 
 def run_bench(

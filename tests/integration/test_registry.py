@@ -127,31 +127,14 @@ async def test_find_best_is_one_round_trip_at_any_size(registry: Registry) -> No
         sent.append(args[0])
         return await original(*args, **kwargs)
 
+    registry = Registry(registry.redis, namespace=registry.namespace, heartbeat_interval=60)
     for size in (10, 1000):
-        async with registry.redis.pipeline(transaction=False) as pipe:
-            for i in range(size):
-                await registry._register(
-                    keys=[
-                        registry.keys.instance(f"n{size}-{i}"),
-                        registry.keys.instances,
-                        registry.keys.capindex,
-                        registry.keys.events,
-                    ],
-                    args=[
-                        registry.keys.prefix,
-                        f"n{size}-{i}",
-                        60_000,
-                        "n",
-                        "available",
-                        0,
-                        10,
-                        0,
-                        "{}",
-                        f'{{"cap{size}": {random.random():.4f}, "other": 0.5}}',
-                    ],
-                    client=pipe,
-                )
-            await pipe.execute()
+        await registry.register_many(
+            [
+                profile(f"n{size}-{i}", {f"cap{size}": round(random.random(), 4), "other": 0.5})
+                for i in range(size)
+            ]
+        )
         await registry.find_best_agent([f"cap{size}"])  # loads the script once
         registry.redis.execute_command = counting  # type: ignore[method-assign]
         sent.clear()
