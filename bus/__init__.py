@@ -1,31 +1,43 @@
-"""The message-bus adapter: envelopes, subjects, correlation, limits."""
+"""The delivery protocol: envelopes, subjects, limits, and both halves of a call.
+
+caller.py   send, pending futures, resend after a reconnect, probe, withdraw
+callee.py   an instance's subscriptions, probe answers, reply cache, acks, replies
+link.py     the transport as both halves use it: encoding, error translation, local delivery
+_bus.py     Bus, which composes them
+"""
 
 from . import codec as codec
 from . import errors as errors
 from . import limits as limits
+from . import protocol as protocol
 from . import wire as wire
-from ._bus import ACK_HEADER as ACK_HEADER
-from ._bus import ALIVE_HEADER as ALIVE_HEADER
-from ._bus import PROBE_HEADER as PROBE_HEADER
 from ._bus import Bus as Bus
-from ._bus import BusStats as BusStats
-from ._bus import CancelNotice as CancelNotice
 from ._pending import PendingCalls as PendingCalls
+from .callee import Endpoint as Endpoint
+from .callee import Held as Held
+from .caller import Caller as Caller
+from .caller import CallerStats as CallerStats
+from .link import Link as Link
+from .protocol import CancelNotice as CancelNotice
 from .subjects import Subjects as Subjects
 from .subjects import validate_name as validate_name
+from .tasks import TaskSet as TaskSet
 
 __all__ = [
-    "ACK_HEADER",
-    "ALIVE_HEADER",
-    "PROBE_HEADER",
     "Bus",
-    "BusStats",
+    "Caller",
+    "CallerStats",
     "CancelNotice",
+    "Endpoint",
+    "Held",
+    "Link",
     "PendingCalls",
     "Subjects",
+    "TaskSet",
     "codec",
     "errors",
     "limits",
+    "protocol",
     "validate_name",
     "wire",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from .errors import A2AError
 
@@ -34,7 +34,7 @@ class Reply:
     be sent again after the connection was lost.
     """
 
-    __slots__ = ("future", "instance", "opened", "request", "subject")
+    __slots__ = ("future", "instance", "local", "opened", "request", "subject")
 
     def __init__(self, future: asyncio.Future[Outcome], opened: float, subject: str) -> None:
         self.future = future
@@ -42,6 +42,8 @@ class Reply:
         self.opened = opened
         self.subject = subject
         self.request: tuple[bytes, str, Mapping[str, str] | None] | None = None
+        self.local = False
+        """Delivered to a callee in this process (nothing to send again after a reconnect)."""
 
 
 class PendingCalls:
@@ -103,6 +105,3 @@ class PendingCalls:
 
     def __contains__(self, correlation_id: object) -> bool:
         return correlation_id in self._slots
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._slots))

@@ -29,7 +29,7 @@ ever see ``code``, ``message`` and those fields, never a traceback or ``repr``.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from .wire import ErrorInfo, TokenUsage
 
@@ -49,6 +49,7 @@ __all__ = [
     "MaxHopsExceeded",
     "NoCapableAgent",
     "NoResponders",
+    "Outcome",
     "Overloaded",
     "PayloadTooLarge",
     "PermissionDenied",
@@ -56,6 +57,7 @@ __all__ = [
     "UnknownAction",
     "UnsupportedVersion",
     "error_from_info",
+    "outcome_of",
 ]
 
 
@@ -246,3 +248,26 @@ def error_from_info(info: ErrorInfo) -> A2AError:
         err.code = info.code  # type: ignore[misc]
     err.remote = True
     return err
+
+
+Outcome = Literal["ok", "error", "refused", "cancelled"]
+
+_REFUSALS = (
+    LimitExceeded,
+    PermissionDenied,
+    InvalidEnvelope,
+    InvalidParams,
+    UnknownAction,
+    UnsupportedVersion,
+)
+
+
+def outcome_of(error: A2AError | None) -> Outcome:
+    """How a call ended, for audit and metrics: ok, refused (a limit or bad input), cancelled, error."""
+    if error is None:
+        return "ok"
+    if isinstance(error, Cancelled):
+        return "cancelled"
+    if isinstance(error, _REFUSALS):
+        return "refused"
+    return "error"

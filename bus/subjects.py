@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["Subjects", "identity_token", "instance_agent", "validate_name"]
+__all__ = ["Subjects", "identity_token", "instance_agent", "is_name", "validate_name"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _TOPIC = re.compile(r"^[A-Za-z0-9_-]{1,128}(\.[A-Za-z0-9_-]{1,128})*$")
+
+
+def is_name(value: str) -> bool:
+    """True when ``value`` is a single subject token (letters, digits, ``_`` and ``-``)."""
+    return _NAME.match(value) is not None
 
 
 def validate_name(kind: str, value: str) -> str:
@@ -46,14 +51,30 @@ class Subjects:
     def __init__(self, namespace: str = "default") -> None:
         self.namespace = validate_name("namespace", namespace)
         self.root = f"a2a.{namespace}"
+        # Routing builds an instance or agent subject per call: validated once, then cached.
+        self._cache: dict[str, str] = {}
 
     def agent(self, name: str) -> str:
-        return f"{self.root}.agent.{validate_name('agent name', name)}"
+        key = "a" + name
+        subject = self._cache.get(key)
+        if subject is None:
+            subject = self._remember(key, f"{self.root}.agent.{validate_name('agent name', name)}")
+        return subject
 
     def instance(self, instance_id: str) -> str:
         """Subject of one instance; instance ids are ``<agent name>-<suffix>``."""
-        agent = instance_agent(validate_name("instance id", instance_id))
-        return f"{self.root}.inst.{agent}.{instance_id}"
+        key = "i" + instance_id
+        subject = self._cache.get(key)
+        if subject is None:
+            agent = instance_agent(validate_name("instance id", instance_id))
+            subject = self._remember(key, f"{self.root}.inst.{agent}.{instance_id}")
+        return subject
+
+    def _remember(self, key: str, subject: str) -> str:
+        if len(self._cache) >= 4096:  # instance ids come and go: keep the cache bounded
+            self._cache.clear()
+        self._cache[key] = subject
+        return subject
 
     def instances(self, agent: str) -> str:
         return f"{self.root}.inst.{validate_name('agent name', agent)}.*"
@@ -81,7 +102,3 @@ class Subjects:
     @property
     def audit_all(self) -> str:
         return f"{self.root}.audit.>"
-
-    @property
-    def all(self) -> str:
-        return f"{self.root}.>"

@@ -13,7 +13,7 @@ namespace lands on one Redis Cluster slot):
 
 from __future__ import annotations
 
-__all__ = ["DEREGISTER", "FIND_BEST", "HEARTBEAT", "LIST", "REGISTER", "SWEEP"]
+__all__ = ["DEREGISTER", "FIND_ALL", "FIND_BEST", "HEARTBEAT", "LIST", "REGISTER", "SWEEP"]
 
 # KEYS: inst hash, instances set, capindex set, events channel
 # ARGV: prefix, id, ttl_ms, name, status, load, capacity, now_ms, profile_json, caps_json
@@ -144,6 +144,25 @@ for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   local h = redis.call('HMGET', prefix .. 'inst:' .. id,
                        'profile', 'status', 'load', 'capacity', 'lastSeen')
   if h[1] then
+    out[#out + 1] = id
+    for i = 1, 5 do out[#out + 1] = h[i] end
+  end
+end
+return out
+"""
+
+# Every available instance with one capability, best proficiency first (seed 004's
+# findAgentsWithCapability). Only available instances are in a capability's sorted set.
+# KEYS: capability sorted set
+# ARGV: prefix
+# Returns the same flat list as LIST.
+FIND_ALL = """
+local prefix = ARGV[1]
+local out = {}
+for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, -1)) do
+  local h = redis.call('HMGET', prefix .. 'inst:' .. id,
+                       'profile', 'status', 'load', 'capacity', 'lastSeen')
+  if h[1] and h[2] == 'available' then
     out[#out + 1] = id
     for i = 1, 5 do out[#out + 1] = h[i] end
   end

@@ -12,7 +12,7 @@ import redis.asyncio as aioredis
 from bus.subjects import validate_name
 
 from . import _scripts
-from ._errors import redis_errors
+from .errors import redis_errors
 from .profile import AgentProfile, AgentStatus
 
 __all__ = ["Candidate", "InstanceState", "Registry", "RegistryKeys"]
@@ -88,6 +88,7 @@ class Registry:
         self._deregister = redis.register_script(_scripts.DEREGISTER)
         self._find_best = redis.register_script(_scripts.FIND_BEST)
         self._list = redis.register_script(_scripts.LIST)
+        self._find_all = redis.register_script(_scripts.FIND_ALL)
         self._sweep = redis.register_script(_scripts.SWEEP)
 
     @classmethod
@@ -104,10 +105,6 @@ class Registry:
 
     async def aclose(self) -> None:
         await self.redis.aclose()
-
-    async def ping(self) -> None:
-        with redis_errors("ping"):
-            await self.redis.ping()
 
     @property
     def _ttl_ms(self) -> int:
@@ -202,6 +199,12 @@ class Registry:
             return None
         return Candidate(agent_id=found[0], score=float(found[1]))
 
+    async def find_agents_with_capability(self, capability: str) -> list[AgentProfile]:
+        """Every available instance offering ``capability``, best proficiency first (one round trip)."""
+        with redis_errors("find_agents_with_capability"):
+            flat = await self._find_all(keys=[self.keys.capability(capability)], args=[self.keys.prefix])
+        return _profiles(flat)
+
     async def get(self, agent_id: str) -> AgentProfile | None:
         """One instance's profile, or None when it is gone."""
         with redis_errors("get"):
@@ -216,7 +219,7 @@ class Registry:
         """Every live instance, in one round trip."""
         with redis_errors("list_agents"):
             flat = await self._list(keys=[self.keys.instances], args=[self.keys.prefix])
-        return [_profile(flat[i + 1 : i + 6]) for i in range(0, len(flat), 6)]
+        return _profiles(flat)
 
     async def sweep(self) -> int:
         """Drop expired instances from the indexes (publishing ``down`` events)."""
@@ -227,6 +230,11 @@ class Registry:
                     args=[self.keys.prefix],
                 )
             )
+
+
+def _profiles(flat: Sequence[str | bytes | None]) -> list[AgentProfile]:
+    """Profiles from a script's flat answer: id, profile, status, load, capacity, lastSeen, ..."""
+    return [_profile(flat[i + 1 : i + 6]) for i in range(0, len(flat), 6)]
 
 
 def _profile(fields: Sequence[str | bytes | None]) -> AgentProfile:

@@ -130,6 +130,16 @@ class LocalView:
             depth += 1
         return chosen or self._least_loaded_busy(capabilities, excluded, now)
 
+    def find_agents_with_capability(self, capability: str) -> list[AgentProfile]:
+        """Every live, available instance offering ``capability``, best proficiency first."""
+        now = time.monotonic()
+        found = []
+        for _, agent_id in self._ranked.get(capability, ()):
+            entry = self._entries[agent_id]
+            if entry.profile.status == "available" and self._is_live(entry, now):
+                found.append(entry.profile)
+        return found
+
     def _least_loaded_busy(
         self, capabilities: Sequence[str], excluded: set[str], now: float
     ) -> ViewEntry | None:
@@ -196,7 +206,8 @@ class LocalView:
             if not ranked:
                 del self._ranked[cap]
 
-    def _replace_all(self, profiles: Sequence[AgentProfile]) -> None:
+    def replace_all(self, profiles: Sequence[AgentProfile]) -> None:
+        """Forget every entry and load these (a snapshot of the registry)."""
         self._entries.clear()
         self._ranked.clear()
         for profile in profiles:
@@ -229,7 +240,7 @@ class LocalView:
         pubsub = self.registry.redis.pubsub(ignore_subscribe_messages=True)
         try:
             await pubsub.subscribe(self.registry.keys.events)
-            self._replace_all(await self.registry.list_agents())
+            self.replace_all(await self.registry.list_agents())
             self.connected = True
             self.resyncs += 1
             self.ready.set()

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from a2a import Settings
-from a2a.servers import NatsServer, RedisServer
+from a2a.dev.servers import NatsServer, RedisServer
 
 
 @pytest.fixture

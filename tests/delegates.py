@@ -159,8 +159,8 @@ def make(name: str) -> Agent:
             ctx.report_usage(completion=p["spend"])
         context = d.context
         thread = (
-            await ctx.runtime.history.messages(d.child_session_id)
-            if ctx.runtime.history and d.child_session_id
+            await ctx.services.history.messages(d.child_session_id)
+            if ctx.services.history and d.child_session_id
             else []
         )
         received = {

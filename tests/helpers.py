@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from a2a import Settings
-from a2a.servers import die_with_parent
+from a2a.dev.servers import die_with_parent
 from transports import Transport
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Self
 
 import anyio
 from anyio.abc import TaskGroup
@@ -47,7 +48,7 @@ class _Sub(Subscription):
     closed: bool = field(default=False)
 
     async def unsubscribe(self) -> None:
-        self.broker._remove(self)
+        self.broker.unsubscribe(self)
 
 
 class MemoryBroker:
@@ -59,7 +60,7 @@ class MemoryBroker:
         self._round_robin = itertools.count()
         self._tg: TaskGroup | None = None
 
-    async def __aenter__(self) -> MemoryBroker:
+    async def __aenter__(self) -> Self:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         return self
@@ -72,7 +73,7 @@ class MemoryBroker:
     ) -> bool | None:
         assert self._tg is not None
         for sub in list(self._subs):
-            self._remove(sub)
+            self.unsubscribe(sub)
         self._tg.cancel_scope.cancel()
         return await self._tg.__aexit__(exc_type, exc, tb)
 
@@ -80,7 +81,7 @@ class MemoryBroker:
         """A new client connection to this broker."""
         return MemoryTransport(self)
 
-    def _add(self, client: MemoryTransport, subject: str, queue: str, handler: MessageHandler) -> _Sub:
+    def subscribe(self, client: MemoryTransport, subject: str, queue: str, handler: MessageHandler) -> _Sub:
         if self._tg is None:
             raise RuntimeError("MemoryBroker must be entered with 'async with'")
         send, receive = anyio.create_memory_object_stream[MemoryMessage](math.inf)
@@ -89,13 +90,13 @@ class MemoryBroker:
         self._tg.start_soon(_deliver, receive, handler)
         return sub
 
-    def _remove(self, sub: _Sub) -> None:
+    def unsubscribe(self, sub: _Sub) -> None:
         if not sub.closed:
             sub.closed = True
             self._subs.remove(sub)
             sub.send.close()
 
-    def _route(self, msg: MemoryMessage) -> int:
+    def route(self, msg: MemoryMessage) -> int:
         """Deliver to matching subscribers; returns how many received it."""
         plain: list[_Sub] = []
         groups: dict[str, list[_Sub]] = {}
@@ -142,15 +143,15 @@ class MemoryTransport(Transport):
             validate_subject(reply, wildcards=False)
         if len(data) > self._broker.max_payload:
             raise MessageTooLarge(len(data), self._broker.max_payload)
-        delivered = self._broker._route(MemoryMessage(subject, bytes(data), reply, headers))
+        delivered = self._broker.route(MemoryMessage(subject, bytes(data), reply, headers))
         if not delivered and reply:
-            self._broker._route(MemoryMessage(reply, b"", "", {"Status": NO_RESPONDERS_STATUS}))
+            self._broker.route(MemoryMessage(reply, b"", "", {"Status": NO_RESPONDERS_STATUS}))
         await anyio.lowlevel.checkpoint()
 
     async def subscribe(self, subject: str, handler: MessageHandler, *, queue: str = "") -> Subscription:
         self._check_open()
         validate_subject(subject, wildcards=True)
-        sub = self._broker._add(self, subject, queue, handler)
+        sub = self._broker.subscribe(self, subject, queue, handler)
         self._subs.append(sub)
         return sub
 
@@ -162,7 +163,7 @@ class MemoryTransport(Transport):
         if not self._closed:
             self._closed = True
             for sub in self._subs:
-                self._broker._remove(sub)
+                self._broker.unsubscribe(sub)
 
     @property
     def max_payload(self) -> int:

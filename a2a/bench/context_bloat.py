@@ -25,11 +25,11 @@ import msgspec
 
 from bus.handoff import Artifact, ChatMessage, ContextFilter, DelegationResult
 
-from ..agent import Agent
-from ..config import Settings
-from ..context import Context
-from ..runtime import Runtime
-from ..servers import NatsServer, RedisServer
+from ..core.agent import Agent
+from ..core.context import Context
+from ..core.runtime import Runtime
+from ..core.settings import Settings
+from ..dev.servers import NatsServer, RedisServer
 
 __all__ = ["BloatReport", "conversation", "measure"]
 
@@ -109,7 +109,7 @@ def _agents() -> tuple[Agent, Agent]:
     async def task(ctx: Context, params: dict[str, Any]) -> DelegationResult:
         d = ctx.request.delegation
         assert d is not None and d.context is not None
-        builder = ctx.runtime.context_builder
+        builder = ctx.services.context_builder
         seen = {
             "tokens": d.context.total_tokens,
             "recount": builder.cost(d.context),

@@ -14,10 +14,10 @@ import anyio
 import nats
 from nats.aio.msg import Msg
 
-from ..agent import Agent
-from ..config import Settings
-from ..context import Context
-from ..runtime import Runtime
+from ..core.agent import Agent
+from ..core.context import Context
+from ..core.runtime import Runtime
+from ..core.settings import Settings
 
 __all__ = ["ECHO_CAPABILITY", "echo_agent", "raw_subject"]
 

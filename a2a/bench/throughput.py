@@ -27,10 +27,10 @@ import redis.asyncio as aioredis
 from bus.errors import A2AError
 from discovery import AgentCapability, AgentProfile, Registry
 
-from ..config import Settings
-from ..route import by_capability
-from ..runtime import Runtime
-from ..servers import NatsServer, RedisServer, die_with_parent
+from ..core.route import by_capability
+from ..core.runtime import Runtime
+from ..core.settings import Settings
+from ..dev.servers import NatsServer, RedisServer, die_with_parent
 from .responder import ECHO_CAPABILITY, raw_subject
 
 __all__ = ["BenchConfig", "BenchReport", "run_bench"]
@@ -249,7 +249,7 @@ async def _registry_bench(settings: Settings, config: BenchConfig) -> dict[str, 
                 await registry.find_best_agent(["bench.cap"])
                 redis_us.append((time.perf_counter() - start) * 1e6)
             view = LocalView(registry)
-            view._replace_all(await registry.list_agents())
+            view.replace_all(await registry.list_agents())
             view.connected = True
             local_us = []
             for _ in range(config.registry_lookups):

@@ -24,9 +24,9 @@ from a2a import (
     Context,
     ContextFilter,
     DelegationResult,
-    PermissionDenied,
     by_capability,
 )
+from a2a.errors import PermissionDenied
 
 from .workspace import functions_missing_docstrings, suggest_docstring
 

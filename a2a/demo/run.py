@@ -22,12 +22,12 @@ from bus.handoff import ChatMessage
 from bus.ids import new_id
 from transports import Message
 
-from ..audit import AuditRecord, decode_records
-from ..config import Settings
-from ..history import Interaction
-from ..runtime import Runtime
-from ..servers import NatsServer, RedisServer, die_with_parent
-from ..timeline import timeline_table
+from ..cli.timeline import timeline_table
+from ..core.runtime import Runtime
+from ..core.settings import Settings
+from ..dev.servers import NatsServer, RedisServer, die_with_parent
+from ..stores.audit import AuditRecord, decode_records
+from ..stores.history import Interaction
 from .workspace import make_workspace
 
 __all__ = ["AGENT_PROCESSES", "ROSTER", "run_demo"]

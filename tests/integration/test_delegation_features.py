@@ -10,8 +10,9 @@ from typing import Any
 import anyio
 import pytest
 
-from a2a import ChatMessage, Runtime, Settings
-from a2a.audit import AuditFilter, read_audit
+from a2a import Runtime, Settings
+from a2a.stores.audit import AuditFilter, read_audit
+from a2a.wire import ChatMessage
 from tests.helpers import ROOT, agent_env
 from transports import NatsTransport
 
@@ -111,7 +112,7 @@ async def test_a_sequential_chain_hands_on_intermediate_results(rt: Runtime) -> 
 
 
 async def test_a_failing_chain_step_surfaces_as_a_typed_error_where_it_happened(rt: Runtime) -> None:
-    from a2a import AgentError
+    from a2a.errors import AgentError
 
     steps = [
         {"target": "hop_b", "task": "ok"},

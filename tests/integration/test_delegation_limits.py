@@ -14,16 +14,8 @@ from typing import Any
 import anyio
 import pytest
 
-from a2a import (
-    A2AError,
-    BudgetExceeded,
-    CycleDetected,
-    DeadlineExceeded,
-    MaxDepthExceeded,
-    PermissionDenied,
-    Runtime,
-    Settings,
-)
+from a2a import A2AError, Runtime, Settings
+from a2a.errors import BudgetExceeded, CycleDetected, DeadlineExceeded, MaxDepthExceeded, PermissionDenied
 from bus import codec
 from bus.handoff import Delegation
 from bus.wire import PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope

@@ -20,15 +20,16 @@ import anyio
 import pytest
 import yaml
 
-from a2a import PermissionDenied, Policy, Runtime, Settings
+from a2a import Policy, Runtime, Settings
 from a2a.cli import build_parser
-from a2a.config import ENVIRONMENT
+from a2a.cli.nats_config import password_variable, render_authorization
+from a2a.core.settings import ENVIRONMENT
+from a2a.delegation.roster import Roster
 from a2a.demo.run import AGENT_PROCESSES, ROSTER, _drive
 from a2a.demo.workspace import make_workspace
-from a2a.nats_config import password_variable, render_authorization
-from a2a.roster import Roster
-from a2a.servers import RedisServer, ServerProcess, free_port, nats_server_binary
-from a2a.telemetry import ENVIRONMENT as OTEL_ENVIRONMENT
+from a2a.dev.servers import RedisServer, ServerProcess, free_port, nats_server_binary
+from a2a.errors import PermissionDenied
+from a2a.observability.telemetry import ENVIRONMENT as OTEL_ENVIRONMENT
 from tests.helpers import ROOT, AgentProcess
 
 DEPLOY = ROOT / "deploy"
@@ -53,7 +54,7 @@ def check_a2a_command(argv: list[str]) -> None:
     """The container command parses as an `a2a` command whose agents import."""
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        from a2a.cli import _load_agents
+        from a2a.cli.common import load_agents as _load_agents
 
         assert _load_agents(args.targets)
 

@@ -16,8 +16,9 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from a2a import A2AError, PayloadTooLarge, Runtime, Settings, by_capability
-from a2a.servers import NatsServer, RedisServer
+from a2a import A2AError, Runtime, Settings, by_capability
+from a2a.dev.servers import NatsServer, RedisServer
+from a2a.errors import PayloadTooLarge
 from bus import codec
 from bus.errors import error_from_info
 from bus.wire import PROTOCOL_VERSION, Envelope, ErrorEnvelope, ResponseEnvelope

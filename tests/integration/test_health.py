@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from a2a import Settings
-from a2a.servers import RedisServer, free_port
+from a2a.dev.servers import RedisServer, free_port
 from tests.helpers import AgentProcess, wait_until
 
 pytestmark = pytest.mark.integration

@@ -11,8 +11,9 @@ from typing import Any
 import nkeys
 import pytest
 
-from a2a import Runtime, Settings, Unavailable
-from a2a.servers import NatsServer
+from a2a import Runtime, Settings
+from a2a.dev.servers import NatsServer
+from a2a.errors import Unavailable
 from tests.agents import echo
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]

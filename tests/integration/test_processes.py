@@ -9,7 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from a2a import AgentLost, Runtime, Settings, by_capability, by_instance
+from a2a import Runtime, Settings, by_capability, by_instance
+from a2a.errors import AgentLost
 from discovery import AgentProfile
 from tests.helpers import AgentProcess
 

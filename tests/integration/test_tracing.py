@@ -9,8 +9,9 @@ from typing import Any
 import anyio
 import pytest
 
-from a2a import NoResponders, Runtime, Settings
-from a2a.telemetry import Telemetry
+from a2a import Runtime, Settings
+from a2a.errors import NoResponders
+from a2a.observability.telemetry import Telemetry
 from tests.helpers import AgentProcess
 from tests.otlp_receiver import OtlpReceiver, ReceivedSpan
 

@@ -1,32 +1,32 @@
+"""Unit tests run on the in-memory broker of ``a2a.testing``, as users test their own agents."""
+
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
-from a2a import Runtime, Settings
-from transports import MemoryBroker
+from a2a.testing import TestBroker
+from a2a.testing.pytest_plugin import RuntimeFactory, a2a_runtime
 
-MakeRuntime = Callable[..., Awaitable[Runtime]]
+__all__ = ["MakeRuntime", "a2a_runtime"]
+
+MakeRuntime = RuntimeFactory
 
 
 @pytest.fixture
-async def broker() -> AsyncIterator[MemoryBroker]:
-    async with MemoryBroker(max_payload=64 * 1024) as b:
+async def a2a_broker() -> AsyncIterator[TestBroker]:
+    """A broker with a 64 KiB message limit, so payload-limit tests stay small."""
+    async with TestBroker(max_payload=64 * 1024) as b:
         yield b
 
 
 @pytest.fixture
-async def make_runtime(broker: MemoryBroker) -> AsyncIterator[MakeRuntime]:
+def broker(a2a_broker: TestBroker) -> TestBroker:
+    return a2a_broker
+
+
+@pytest.fixture
+def make_runtime(a2a_runtime: RuntimeFactory) -> RuntimeFactory:
     """Runtimes on the in-memory broker, without a registry; all closed at the end."""
-    opened: list[Runtime] = []
-
-    async def make(**settings: object) -> Runtime:
-        rt = Runtime(Settings(redis_url=None, **settings), transport=broker.connect())  # type: ignore[arg-type]
-        await rt.__aenter__()
-        opened.append(rt)
-        return rt
-
-    yield make
-    for rt in reversed(opened):
-        await rt.__aexit__(None, None, None)
+    return a2a_runtime

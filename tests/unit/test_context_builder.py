@@ -5,7 +5,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from a2a import ChatMessage, ContextBuilder, ContextFilter, estimate_tokens
+from a2a import ContextBuilder, ContextFilter
+from a2a.delegation import estimate_tokens
+from a2a.wire import ChatMessage
 
 ROLES = ["user", "assistant", "tool", "system"]
 

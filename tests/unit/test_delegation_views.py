@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from a2a import (
-    DelegationRequest,
-    DelegationResponse,
-    DelegationResult,
-    SubAgentArgs,
-)
-from a2a.delegation import as_delegation_result
+from a2a import DelegationRequest, DelegationResponse, DelegationResult
+from a2a.delegation import SubAgentArgs, as_delegation_result
 from bus.errors import PermissionDenied
 from bus.handoff import ContextFilter, Delegation, FilteredContext, Grants, HandoffData
 from bus.wire import PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope, ResponseEnvelope, TokenUsage

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from a2a.redact import Redactor, Rule, luhn_valid
+from a2a.delegation.redact import Redactor, Rule, luhn_valid
 
 redactor = Redactor()
 

@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from a2a import PermissionDenied, Policy, Roster, RosterError
-from a2a.roster import UNRESTRICTED
+from a2a import Policy, Roster
+from a2a.delegation import RosterError
+from a2a.delegation.roster import UNRESTRICTED
+from a2a.errors import PermissionDenied
 from bus.errors import FanOutExceeded, MaxDepthExceeded
 from bus.handoff import Grants
 from bus.wire import PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope

@@ -8,11 +8,9 @@ from typing import Any
 import anyio
 import pytest
 
-from a2a import (
-    A2AError,
-    Agent,
+from a2a import A2AError, Agent, Context
+from a2a.errors import (
     AgentError,
-    Context,
     CycleDetected,
     DeadlineExceeded,
     InvalidParams,

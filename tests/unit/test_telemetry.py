@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from a2a import Agent, Context, Runtime, Settings
-from a2a.telemetry import Telemetry
+from a2a.observability.telemetry import Telemetry
 from transports import MemoryBroker
 
 pytestmark = pytest.mark.anyio

@@ -7,7 +7,7 @@ import jsonschema
 import msgspec
 import pytest
 
-from a2a.schema import wire_schemas
+from a2a.wire import wire_schemas
 from bus import codec
 from bus.errors import InvalidEnvelope, UnsupportedVersion
 from bus.wire import (

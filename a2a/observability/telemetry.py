@@ -11,14 +11,18 @@ W3C trace context travels in NATS message headers: the caller's "send" span (kin
 PRODUCER) is the parent of the callee's "process" span (kind CONSUMER), so one user
 request is one trace whose span tree follows the delegation tree across processes.
 Payloads stay out of spans unless ``A2A_TRACE_PAYLOADS=true``, and then only redacted.
+
+The call path and hosts hold one :class:`Trace` per call or handled message. With
+telemetry off it is a shared no-op object, so the hot path carries no telemetry branches.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 import msgspec
@@ -28,65 +32,40 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from bus.errors import A2AError
+from bus.errors import A2AError, outcome_of
 from bus.wire import Envelope
 
-from .redact import Redactor
+from ..delegation.redact import Redactor
+from .otel_setup import ENVIRONMENT, TRUE, exporter_wanted, meter_provider, tracer_provider
 
-__all__ = ["ENVIRONMENT", "Telemetry"]
-
-# The variables this module reads (exporters read further OTEL_EXPORTER_OTLP_* ones themselves).
-ENVIRONMENT = (
-    "OTEL_SDK_DISABLED",
-    "OTEL_SERVICE_NAME",
-    "OTEL_TRACES_EXPORTER",
-    "OTEL_METRICS_EXPORTER",
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_PROTOCOL",
-    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-    "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
-    "OTEL_METRIC_EXPORT_INTERVAL",
-    "A2A_TRACE_PAYLOADS",
-)
+__all__ = ["ENVIRONMENT", "NO_TRACE", "Telemetry", "Trace"]
 
 log = logging.getLogger("a2a.telemetry")
 
 _propagator = TraceContextTextMapPropagator()
 _PAYLOAD_LIMIT = 4096
-_TRUE = {"1", "true", "yes", "on"}
 
 
-def _exporter_wanted(env: Mapping[str, str], signal: str) -> str | None:
-    """Which exporter a signal ("traces"/"metrics") should use, or None when it is off."""
-    if env.get("OTEL_SDK_DISABLED", "").lower() in _TRUE:
+class Trace:
+    """One call's or one handled message's telemetry. This base does nothing (telemetry off)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> Trace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         return None
-    choice = env.get(f"OTEL_{signal.upper()}_EXPORTER", "").strip().lower()
-    if choice:
-        return None if choice == "none" else choice.split(",")[0].strip()
-    endpoint = env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get(
-        f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"
-    )
-    return "otlp" if endpoint else None
 
-
-def _endpoint(env: Mapping[str, str], signal: str, http: bool) -> str | None:
-    """The collector URL for one signal, as OTLP exporters derive it from the variables."""
-    specific = env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
-    if specific:
-        return specific
-    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    if not base:
+    def sending(self, subject: str, target: str) -> dict[str, str] | None:
+        """The call is about to go to ``target`` on ``subject``: the headers that carry the trace."""
         return None
-    return f"{base.rstrip('/')}/v1/{signal}" if http else base
+
+    def ended(self, error: A2AError | None, result: Any = None) -> None:
+        """The call or handling ended with ``result`` or ``error``."""
 
 
-def _http(env: Mapping[str, str], signal: str) -> bool:
-    protocol = env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL") or env.get(
-        "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"
-    )
-    return protocol.strip().lower() != "grpc"
+NO_TRACE = Trace()
 
 
 class Telemetry:
@@ -147,19 +126,19 @@ class Telemetry:
     ) -> Telemetry:
         """Telemetry as the OTEL_* variables configure it (off when they say nothing)."""
         env = os.environ if env is None else env
-        payloads = env.get("A2A_TRACE_PAYLOADS", "").lower() in _TRUE
+        payloads = env.get("A2A_TRACE_PAYLOADS", "").lower() in TRUE
         current = trace.get_tracer_provider()
         from opentelemetry.sdk.trace import TracerProvider
 
         if isinstance(current, TracerProvider):  # the application set one up: use it
             return cls(current, metrics.get_meter_provider(), payloads=payloads, redactor=redactor)
-        traces, metric = _exporter_wanted(env, "traces"), _exporter_wanted(env, "metrics")
+        traces, metric = exporter_wanted(env, "traces"), exporter_wanted(env, "metrics")
         if traces is None and metric is None:
             return cls(redactor=redactor)
         resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or service_name})
-        tracer_provider = _tracer_provider(traces, resource, env) if traces else None
-        meter_provider = _meter_provider(metric, resource, env) if metric else None
-        return cls(tracer_provider, meter_provider, payloads=payloads, redactor=redactor, owned=True)
+        tracers = tracer_provider(traces, resource, env) if traces else None
+        meters = meter_provider(metric, resource, env) if metric else None
+        return cls(tracers, meters, payloads=payloads, redactor=redactor, owned=True)
 
     async def aclose(self) -> None:
         """Flush and stop the providers this object created."""
@@ -170,41 +149,45 @@ class Telemetry:
                 except Exception as exc:  # an exporter that cannot reach its collector
                     log.warning("telemetry shutdown: %s", exc)
 
+    # -- per call / per handled message --------------------------------------------------
+
+    def call(self, env: Envelope, target: str) -> Trace:
+        """The trace of one outgoing call (a no-op when telemetry is off)."""
+        if not (self.tracing or self.metrics):
+            return NO_TRACE
+        return _CallTrace(self, env, target)
+
+    def handle(self, env: Envelope, headers: Mapping[str, str] | None, agent: str, instance: str) -> Trace:
+        """The trace of handling one message (a no-op when telemetry is off)."""
+        if not (self.tracing or self.metrics):
+            return NO_TRACE
+        return _HandleTrace(self, env, headers, agent, instance)
+
     # -- spans ---------------------------------------------------------------------------
 
-    @contextmanager
-    def send_span(self, env: Envelope, target: str) -> Iterator[Span]:
+    def send_span(self, env: Envelope, target: str) -> AbstractContextManager[Span]:
         """The caller's span of one call; headers from :meth:`headers` carry it to the callee."""
         assert self._tracer is not None
-        action = env.payload.action
-        with self._tracer.start_as_current_span(
-            f"send {target}.{action}",
+        return self._tracer.start_as_current_span(
+            f"send {target}.{env.payload.action}",
             kind=SpanKind.PRODUCER,
             record_exception=False,
             set_status_on_exception=False,
-        ) as span:
-            self._common(span, env, "publish")
-            if self.payloads and env.payload.parameters is not None:
-                span.set_attribute("a2a.parameters", self._payload(env.payload.parameters))
-            yield span
+        )
 
-    @contextmanager
     def process_span(
-        self, env: Envelope, headers: Mapping[str, str] | None, agent: str, instance: str
-    ) -> Iterator[Span]:
+        self, env: Envelope, headers: Mapping[str, str] | None, agent: str
+    ) -> AbstractContextManager[Span]:
         """The callee's span of handling one message, a child of the caller's span."""
         assert self._tracer is not None
         parent = _propagator.extract(dict(headers)) if headers else None
-        with self._tracer.start_as_current_span(
+        return self._tracer.start_as_current_span(
             f"process {agent}.{env.payload.action}",
             context=parent,
             kind=SpanKind.CONSUMER,
             record_exception=False,
             set_status_on_exception=False,
-        ) as span:
-            self._common(span, env, "process")
-            span.set_attribute("a2a.instance", instance)
-            yield span
+        )
 
     def headers(self) -> dict[str, str]:
         """W3C trace context of the current span, for a message's headers."""
@@ -212,7 +195,7 @@ class Telemetry:
         _propagator.inject(carrier)
         return carrier
 
-    def _common(self, span: Span, env: Envelope, operation: str) -> None:
+    def describe(self, span: Span, env: Envelope, operation: str) -> None:
         meta = env.metadata
         target = env.target_agent_id
         span.set_attributes(
@@ -231,11 +214,8 @@ class Telemetry:
                 "a2a.conversation_id": env.conversation_id,
             }
         )
-
-    def destination(self, span: Span, subject: str, target: str, action: str) -> None:
-        span.set_attribute("messaging.destination.name", subject)
-        span.set_attribute("a2a.target", target)
-        span.update_name(f"send {target}.{action}")
+        if operation == "publish" and self.payloads and env.payload.parameters is not None:
+            span.set_attribute("a2a.parameters", self.payload(env.payload.parameters))
 
     def outcome(self, span: Span, error: A2AError | None, result: Any = None) -> None:
         if error is not None:
@@ -244,9 +224,9 @@ class Telemetry:
                 span.set_attribute("a2a.error_agent", error.agent)
             span.set_status(Status(StatusCode.ERROR, f"{error.code}: {self.redactor.redact(error.message)}"))
         elif self.payloads and result is not None:
-            span.set_attribute("a2a.result", self._payload(result))
+            span.set_attribute("a2a.result", self.payload(result))
 
-    def _payload(self, value: Any) -> str:
+    def payload(self, value: Any) -> str:
         try:
             text = msgspec.json.encode(value).decode()
         except (TypeError, msgspec.EncodeError):
@@ -270,10 +250,12 @@ class Telemetry:
             self._errors.add(1, {"a2a.error_code": code, "a2a.agent": agent})
 
     def inflight(self, agent: str, delta: int) -> None:
-        self._inflight.add(delta, {"a2a.agent": agent})
+        if self.metrics:
+            self._inflight.add(delta, {"a2a.agent": agent})
 
     def heartbeat_missed(self, instances: int) -> None:
-        self._missed.add(instances)
+        if self.metrics:
+            self._missed.add(instances)
 
     def watch_registry(self, size: Callable[[], int]) -> None:
         self._registry_size = size
@@ -283,51 +265,88 @@ class Telemetry:
             yield Observation(self._registry_size())
 
 
-def _tracer_provider(kind: str, resource: Resource, env: Mapping[str, str]) -> trace.TracerProvider:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+class _CallTrace(Trace):
+    """The caller's span (PRODUCER) and call metrics of one call."""
 
-    exporter: SpanExporter
-    if kind == "console":
-        exporter = ConsoleSpanExporter()
-    elif _http(env, "traces"):
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+    __slots__ = ("action", "done", "env", "manager", "span", "started", "target", "tel")
 
-        exporter = HttpSpanExporter(endpoint=_endpoint(env, "traces", http=True))
-    else:
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+    def __init__(self, tel: Telemetry, env: Envelope, target: str) -> None:
+        self.tel = tel
+        self.target = target
+        self.action = env.payload.action
+        self.started = time.monotonic()
+        self.done = False
+        self.env = env
+        self.manager: AbstractContextManager[Span] | None = None
+        self.span: Span | None = None
 
-        exporter = GrpcSpanExporter(endpoint=_endpoint(env, "traces", http=False))
-    provider = TracerProvider(resource=resource)
-    provider.add_span_processor(BatchSpanProcessor(exporter))
-    return provider
+    def __enter__(self) -> Trace:
+        if self.tel.tracing:
+            self.manager = self.tel.send_span(self.env, self.target)
+            self.span = self.manager.__enter__()
+            self.tel.describe(self.span, self.env, "publish")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if not self.done and self.tel.metrics:
+            self.tel.record_call(self.target, self.action, "cancelled", None, time.monotonic() - self.started)
+        if self.manager is not None:
+            self.manager.__exit__(*exc)
+
+    def sending(self, subject: str, target: str) -> dict[str, str] | None:
+        self.target = target
+        if self.span is None:
+            return None
+        self.span.set_attribute("messaging.destination.name", subject)
+        self.span.set_attribute("a2a.target", target)
+        self.span.update_name(f"send {target}.{self.action}")
+        return self.tel.headers()
+
+    def ended(self, error: A2AError | None, result: Any = None) -> None:
+        self.done = True
+        if self.span is not None:
+            self.tel.outcome(self.span, error, result)
+        if self.tel.metrics:
+            code = error.code if error else None
+            elapsed = time.monotonic() - self.started
+            self.tel.record_call(self.target, self.action, outcome_of(error), code, elapsed)
 
 
-def _meter_provider(kind: str, resource: Resource, env: Mapping[str, str]) -> metrics.MeterProvider:
-    from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import (
-        ConsoleMetricExporter,
-        MetricExporter,
-        PeriodicExportingMetricReader,
-    )
+class _HandleTrace(Trace):
+    """The callee's span (CONSUMER), in-flight gauge and handling metrics of one message."""
 
-    exporter: MetricExporter
-    if kind == "console":
-        exporter = ConsoleMetricExporter()
-    elif _http(env, "metrics"):
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-            OTLPMetricExporter as HttpMetricExporter,
-        )
+    __slots__ = ("action", "agent", "env", "headers", "instance", "manager", "span", "started", "tel")
 
-        exporter = HttpMetricExporter(endpoint=_endpoint(env, "metrics", http=True))
-    else:
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
-            OTLPMetricExporter as GrpcMetricExporter,
-        )
+    def __init__(
+        self, tel: Telemetry, env: Envelope, headers: Mapping[str, str] | None, agent: str, instance: str
+    ) -> None:
+        self.tel = tel
+        self.agent = agent
+        self.action = env.payload.action
+        self.started = time.monotonic()
+        self.env, self.headers, self.instance = env, headers, instance
+        self.manager: AbstractContextManager[Span] | None = None
+        self.span: Span | None = None
 
-        exporter = GrpcMetricExporter(endpoint=_endpoint(env, "metrics", http=False))
-    interval = env.get("OTEL_METRIC_EXPORT_INTERVAL")
-    reader = PeriodicExportingMetricReader(
-        exporter, export_interval_millis=float(interval) if interval else None
-    )
-    return MeterProvider(resource=resource, metric_readers=[reader])
+    def __enter__(self) -> Trace:
+        tel = self.tel
+        if tel.tracing:
+            self.manager = tel.process_span(self.env, self.headers, self.agent)
+            self.span = self.manager.__enter__()
+            tel.describe(self.span, self.env, "process")
+            self.span.set_attribute("a2a.instance", self.instance)
+        tel.inflight(self.agent, 1)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.tel.inflight(self.agent, -1)
+        if self.manager is not None:
+            self.manager.__exit__(*exc)
+
+    def ended(self, error: A2AError | None, result: Any = None) -> None:
+        if self.span is not None:
+            self.tel.outcome(self.span, error, result)
+        if self.tel.metrics:
+            code = error.code if error else None
+            elapsed = time.monotonic() - self.started
+            self.tel.record_handled(self.agent, self.action, outcome_of(error), code, elapsed)

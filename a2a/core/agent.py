@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import jsonschema
 import jsonschema.exceptions
@@ -13,13 +14,14 @@ from bus.errors import InvalidParams
 from bus.subjects import validate_name
 from discovery.profile import AgentCapability
 
-if TYPE_CHECKING:
-    from .context import Context
+from .context import Context
 
-__all__ = ["Action", "Agent", "Handler", "NotificationHandler"]
+__all__ = ["Action", "Agent", "Handler", "Lifespan", "NotificationHandler"]
 
-Handler = Callable[["Context", dict[str, Any]], Awaitable[Any]]
-NotificationHandler = Callable[["Context", dict[str, Any]], Awaitable[None]]
+Handler = Callable[[Context, dict[str, Any]], Awaitable[Any]]
+NotificationHandler = Callable[[Context, dict[str, Any]], Awaitable[None]]
+Lifespan = Callable[[], AbstractAsyncContextManager[object]]
+"""Entered when an instance starts serving and left when it stops (connections, processes)."""
 H = TypeVar("H", bound=Handler)
 N = TypeVar("N", bound=NotificationHandler)
 
@@ -80,6 +82,8 @@ class Agent:
         capabilities: what the agent offers the registry (ids, or full AgentCapability).
         max_concurrency: handlers run at once per instance; at that load it reports busy.
         max_queue: requests that may wait for a slot; beyond that they get OVERLOADED.
+        lifespan: an async context manager factory entered while an instance serves (for
+            the connection or process an agent forwards to; see :func:`a2a.core.peer.peer_agent`).
     """
 
     def __init__(
@@ -92,6 +96,7 @@ class Agent:
         max_concurrency: int = 32,
         max_queue: int = 1000,
         metadata: Mapping[str, Any] | None = None,
+        lifespan: Lifespan | None = None,
     ) -> None:
         self.name = validate_name("agent name", name)
         self.description = description
@@ -104,8 +109,11 @@ class Agent:
         self.max_concurrency = max_concurrency
         self.max_queue = max_queue
         self.metadata = dict(metadata or {})
+        self.lifespan = lifespan
         self.actions: dict[str, Action] = {}
         self.topics: dict[str, NotificationHandler] = {}
+        self.fallback: Handler | None = None
+        """Serves every action not declared (set with :meth:`forward_unknown`)."""
 
     def action(
         self,
@@ -137,6 +145,16 @@ class Agent:
 
         return decorate
 
+    def forward_unknown(self, handler: H) -> H:
+        """Register the decorated coroutine as the handler of every undeclared action.
+
+        It runs under the same checks and limits as declared actions (no schema, as none
+        is known); ``ctx.action`` names the action asked for. Agents that forward to
+        something outside this process (a remote A2A agent, a local program) use it.
+        """
+        self.fallback = handler
+        return handler
+
     def on(self, topic: str) -> Callable[[N], N]:
         """Register the decorated coroutine ``handler(ctx, params)`` for notifications on ``topic``.
 
@@ -148,6 +166,15 @@ class Agent:
             return handler
 
         return decorate
+
+    def resolve(self, name: str, *, notification: bool = False) -> Action | None:
+        """The action serving ``name`` (a topic's handler for a notification), or None."""
+        if notification and name in self.topics:
+            return Action(name, self.topics[name])
+        action = self.actions.get(name)
+        if action is None and self.fallback is not None:
+            return Action(name, self.fallback)
+        return action
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, actions={sorted(self.actions)})"

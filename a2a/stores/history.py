@@ -22,7 +22,7 @@ import redis.asyncio as aioredis
 from bus.errors import PermissionDenied
 from bus.handoff import ChatMessage
 from bus.wire import Wire
-from discovery._errors import redis_errors
+from discovery.errors import redis_errors
 from discovery.registry import RegistryKeys
 
 __all__ = ["HistoryStore", "Interaction", "objective_key", "preview"]

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 
 from bus.subjects import Subjects, identity_token
 
-from .audit import stream_name
-from .roster import Roster
+from ..delegation.roster import Roster
+from ..stores.audit import stream_name
 
 __all__ = ["agent_permissions", "password_variable", "render_authorization"]
 

@@ -8,73 +8,41 @@ messages are redacted before they are written; parameters and results never are.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import anyio
 import msgspec
-import nats.errors
-import nats.js.errors
-from nats.js.api import DeliverPolicy, StorageType, StreamConfig
 
-from bus import Bus
-from bus.errors import (
-    A2AError,
-    Cancelled,
-    InvalidEnvelope,
-    InvalidParams,
-    LimitExceeded,
-    PermissionDenied,
-    UnknownAction,
-    UnsupportedVersion,
-)
-from bus.wire import Wire
-from transports import NatsTransport
+from bus.errors import A2AError, Outcome, outcome_of
+from bus.link import Link
+from bus.wire import Envelope, Wire
+from transports import NatsTransport, TransportError
+from transports.jetstream import ensure_stream, read_stream
 
-from .redact import Redactor
+from ..delegation.redact import Redactor
 
 __all__ = [
     "AUDIT_MAX_AGE",
     "AuditFilter",
     "AuditLog",
     "AuditRecord",
-    "Outcome",
+    "callee_record",
+    "caller_record",
     "decode_records",
-    "outcome_of",
     "read_audit",
     "stream_name",
 ]
 
 AUDIT_MAX_AGE = 7 * 24 * 3600.0
 
+log = logging.getLogger("a2a.audit")
+
+Side = Literal["caller", "callee"]
+
 
 def stream_name(namespace: str) -> str:
     return f"A2A_AUDIT_{namespace}"
-
-
-log = logging.getLogger("a2a.audit")
-
-Outcome = Literal["ok", "error", "refused", "cancelled"]
-Side = Literal["caller", "callee"]
-
-_REFUSALS = (
-    LimitExceeded,
-    PermissionDenied,
-    InvalidEnvelope,
-    InvalidParams,
-    UnknownAction,
-    UnsupportedVersion,
-)
-
-
-def outcome_of(error: A2AError | None) -> Outcome:
-    if error is None:
-        return "ok"
-    if isinstance(error, Cancelled):
-        return "cancelled"
-    if isinstance(error, _REFUSALS):
-        return "refused"
-    return "error"
 
 
 class AuditRecord(Wire):
@@ -106,6 +74,68 @@ class AuditRecord(Wire):
     error_agent: str | None = None
 
 
+def callee_record(
+    env: Envelope, agent: str, instance: str, started_at: int, seconds: float, error: A2AError | None
+) -> AuditRecord:
+    """The callee's record of a request it received."""
+    meta = env.metadata
+    delegation = env.delegation
+    return AuditRecord(
+        request_id=meta.correlation_id,
+        conversation_id=env.conversation_id,
+        origin=env.source_agent_id,
+        target=agent,
+        action=env.payload.action,
+        outcome=outcome_of(error),
+        side="callee",
+        started_at=started_at,
+        duration_ms=round(seconds * 1000, 3),
+        hop=meta.hop_count,
+        depth=meta.depth,
+        instance=instance,
+        user_id=env.user_id,
+        parent_id=meta.parent_id,
+        routed_by=",".join(env.required_capabilities) if env.required_capabilities else None,
+        objective=delegation.objective or None if delegation else None,
+        error_code=error.code if error else None,
+        error_message=error.message if error else None,
+        error_agent=error.agent if error else None,
+    )
+
+
+def caller_record(
+    env: Envelope,
+    capabilities: Sequence[str],
+    instance: str | None,
+    seconds: float,
+    error: A2AError,
+    hop: int,
+) -> AuditRecord:
+    """The caller's record of a call no callee answered."""
+    meta = env.metadata
+    target = env.target_agent_id
+    return AuditRecord(
+        request_id=meta.correlation_id,
+        conversation_id=env.conversation_id,
+        origin=env.source_agent_id,
+        target=target if isinstance(target, str) else ",".join(target),
+        action=env.payload.action,
+        outcome=outcome_of(error),
+        side="caller",
+        started_at=meta.timestamp,
+        duration_ms=round(seconds * 1000, 3),
+        hop=hop,
+        depth=meta.depth,
+        instance=instance,
+        user_id=env.user_id,
+        parent_id=meta.parent_id,
+        routed_by=",".join(capabilities) or None,
+        error_code=error.code,
+        error_message=error.message,
+        error_agent=error.agent,
+    )
+
+
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(AuditRecord)
 
@@ -113,57 +143,49 @@ _decoder = msgspec.json.Decoder(AuditRecord)
 class AuditLog:
     """Publishes audit records in batches; a failure to publish is logged, never raised into a call.
 
-    Records are encoded at once and published as newline-delimited JSON, one message per
-    agent every ``flush_interval`` seconds (or sooner when a batch fills), so auditing
-    costs the message server one stored message per batch rather than per exchange.
-    :meth:`run` does the periodic flushing; :meth:`flush` empties the buffer.
+    :meth:`emit` only encodes a record and appends it to its agent's batch: no await, no
+    I/O, so a reply never waits on auditing. :meth:`run` publishes each batch as one
+    newline-delimited JSON message every ``flush_interval`` seconds, or as soon as one
+    fills, so the message server stores one message per batch rather than per exchange.
+    Batches that cannot be published (the server is away) are dropped and counted.
     """
 
     def __init__(
         self,
-        bus: Bus,
+        link: Link,
         *,
         enabled: bool = True,
         redactor: Redactor | None = None,
         flush_interval: float = 0.05,
         batch_bytes: int = 128 * 1024,
     ) -> None:
-        self.bus = bus
+        self.link = link
         self.enabled = enabled
         self.redactor = redactor or Redactor()
         self.flush_interval = flush_interval
-        self.batch_bytes = min(batch_bytes, bus.max_payload // 2) if enabled else batch_bytes
+        self.batch_bytes = min(batch_bytes, link.max_payload // 2) if enabled else batch_bytes
         self.dropped = 0
         self.stream: str | None = None
         self._batches: dict[str, list[bytes]] = {}
         self._sizes: dict[str, int] = {}
         self._subjects: dict[str, str] = {}
+        self._full = anyio.Event()
 
     async def ensure_stream(self) -> bool:
         """Create (or update) the JetStream stream that keeps this namespace's records."""
-        transport = self.bus.transport
+        transport = self.link.transport
         if not self.enabled or not isinstance(transport, NatsTransport):
             return False
-        name = stream_name(self.bus.subjects.namespace)
-        config = StreamConfig(
-            name=name,
-            subjects=[self.bus.subjects.audit_all],
-            storage=StorageType.FILE,
-            max_age=AUDIT_MAX_AGE,
-        )
-        js = transport.nc.jetstream(timeout=2.0)
+        name = stream_name(self.link.subjects.namespace)
         try:
-            try:
-                await js.add_stream(config)
-            except nats.js.errors.BadRequestError:
-                await js.update_stream(config)  # exists with another configuration
-        except (nats.errors.Error, OSError) as exc:
+            await ensure_stream(transport, name, [self.link.subjects.audit_all], max_age=AUDIT_MAX_AGE)
+        except TransportError as exc:
             log.warning("audit records are published but not kept: no JetStream stream (%s)", exc)
             return False
         self.stream = name
         return True
 
-    async def emit(self, record: AuditRecord) -> None:
+    def emit(self, record: AuditRecord) -> None:
         """Queue one record (redacted) for the next batch."""
         if not self.enabled:
             return
@@ -171,18 +193,22 @@ class AuditLog:
             record.objective = self.redactor.redact(record.objective)
         if record.error_message:
             record.error_message = self.redactor.redact(record.error_message)
-        token = _token(record)
+        token = record.target if record.side == "callee" else record.origin
         data = _encoder.encode(record)
-        batch = self._batches.setdefault(token, [])
+        batch = self._batches.get(token)
+        if batch is None:
+            batch = self._batches[token] = []
         batch.append(data)
         size = self._sizes[token] = self._sizes.get(token, 0) + len(data) + 1
         if size >= self.batch_bytes:
-            await self._publish(token)
+            self._full.set()
 
     async def run(self) -> None:
-        """Flush every ``flush_interval`` seconds until cancelled."""
+        """Publish batches every ``flush_interval`` seconds, or when one fills, until cancelled."""
         while True:
-            await anyio.sleep(self.flush_interval)
+            with anyio.move_on_after(self.flush_interval):
+                await self._full.wait()
+            self._full = anyio.Event()
             await self.flush()
 
     async def flush(self) -> None:
@@ -196,9 +222,9 @@ class AuditLog:
             return
         subject = self._subjects.get(token)
         if subject is None:
-            subject = self._subjects[token] = self.bus.subjects.audit(token)
+            subject = self._subjects[token] = self.link.subjects.audit(token)
         try:
-            await self.bus.publish_raw(subject, b"\n".join(batch))
+            await self.link.publish(subject, b"\n".join(batch))
         except A2AError as exc:
             self.dropped += len(batch)
             log.warning("%d audit records dropped: %s", len(batch), exc)
@@ -215,10 +241,6 @@ def decode_records(data: bytes) -> list[AuditRecord]:
         except msgspec.MsgspecError:
             log.warning("skipping a malformed audit record")
     return records
-
-
-def _token(record: AuditRecord) -> str:
-    return record.target if record.side == "callee" else record.origin
 
 
 class AuditFilter(msgspec.Struct, kw_only=True, frozen=True):
@@ -247,22 +269,14 @@ async def read_audit(
     limit: int | None = None,
     timeout: float = 5.0,
 ) -> list[AuditRecord]:
-    """Records kept in the namespace's stream, oldest first, that ``match`` accepts (the last ``limit``)."""
-    js = transport.nc.jetstream(timeout=timeout)
-    info = await js.stream_info(stream_name(namespace))
-    total = info.state.messages
+    """Records kept in the namespace's stream, oldest first, that ``match`` accepts (the last ``limit``).
+
+    Raises:
+        TransportError: the stream does not exist (no runtime with auditing ran yet) or
+            the server did not answer.
+    """
     found: list[AuditRecord] = []
-    if not total:
-        return found
-    sub = await js.subscribe(
-        f"a2a.{namespace}.audit.>", ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
-    )
-    try:
-        while True:
-            msg = await sub.next_msg(timeout=timeout)
-            found.extend(r for r in decode_records(msg.data) if match(r))
-            if msg.metadata.num_pending == 0:
-                break
-    finally:
-        await sub.unsubscribe()
+    subject = f"a2a.{namespace}.audit.>"
+    async for data in read_stream(transport, stream_name(namespace), subject, timeout=timeout):
+        found.extend(r for r in decode_records(data) if match(r))
     return found[-limit:] if limit else found

@@ -110,10 +110,11 @@ class Roster(msgspec.Struct, frozen=True, kw_only=True):
         except msgspec.ValidationError as exc:
             raise RosterError(f"{source}: {exc}") from None
         roster = cls(defaults=defaults, agents=agents, tools=tools)
-        roster._check(source)
+        roster.check(source)
         return roster
 
-    def _check(self, source: str) -> None:
+    def check(self, source: str) -> None:
+        """Raise RosterError when a rule is inconsistent (a tool not declared, a write tool in read mode)."""
         for name, rules in [("defaults", self.defaults), *self.agents.items()]:
             for tool in rules.tools or ():
                 rule = self.tools.get(tool)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from rich.table import Table
 from rich.text import Text
 
-from .audit import AuditRecord
+from ..stores.audit import AuditRecord
 
 __all__ = ["timeline_table"]
 

@@ -12,29 +12,31 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 from anyio.abc import SocketStream, TaskStatus
 
-if TYPE_CHECKING:
-    from .runtime import Runtime
-
-__all__ = ["serve_health"]
+__all__ = ["Report", "serve_health"]
 
 log = logging.getLogger("a2a.health")
 
 _REASONS = {200: "OK", 404: "Not Found", 503: "Service Unavailable"}
 
 
+Report = Callable[[], dict[str, Any]]
+"""Returns the health report: at least ``live`` and ``ready`` (booleans)."""
+
+
 async def serve_health(
-    runtime: Runtime,
+    report: Report,
     port: int,
     host: str = "0.0.0.0",
     *,
     task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve the health endpoints until cancelled; reports the bound port when started."""
+    """Serve the health endpoints for ``report`` until cancelled; reports the bound port when started."""
     listener = await anyio.create_tcp_listener(local_host=host, local_port=port, reuse_port=False)
     bound = listener.extra(anyio.abc.SocketAttribute.local_port)
     log.info("health endpoint on http://%s:%d/healthz", host, bound)
@@ -50,7 +52,7 @@ async def serve_health(
                     except (anyio.EndOfStream, anyio.BrokenResourceError):
                         return
                 path = request.split(b" ", 2)[1].decode(errors="replace") if request.count(b" ") >= 2 else "/"
-                status, body = _answer(runtime, path.split("?", 1)[0])
+                status, body = _answer(report(), path.split("?", 1)[0])
                 payload = json.dumps(body).encode()
                 head = (
                     f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: application/json\r\n"
@@ -63,8 +65,7 @@ async def serve_health(
         await listener.serve(handle)
 
 
-def _answer(runtime: Runtime, path: str) -> tuple[int, dict[str, Any]]:
-    report = runtime.health()
+def _answer(report: dict[str, Any], path: str) -> tuple[int, dict[str, Any]]:
     if path == "/livez":
         return (200 if report["live"] else 503), {"live": report["live"]}
     if path == "/readyz":

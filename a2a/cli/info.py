@@ -1,0 +1,191 @@
+"""Commands that look at what runs and ran: the registry, conversation history, audit records, and
+files generated from the project's own definitions (NATS permissions, JSON Schemas)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from rich.table import Table
+
+from bus.errors import A2AError
+from discovery import Registry
+from transports import TransportError
+
+from ..core.settings import connect_nats
+from .common import console, err_console, settings_from
+
+__all__ = ["cmd_agents", "cmd_audit", "cmd_history", "cmd_nats_config", "cmd_schemas"]
+
+
+def cmd_agents(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    if not settings.redis_url:
+        err_console.print("a2a agents needs a registry: set REDIS_URL or --redis-url")
+        return 2
+
+    async def fetch() -> list[Any]:
+        registry = Registry.from_url(settings.redis_url or "", namespace=settings.namespace)
+        try:
+            return await registry.list_agents()
+        finally:
+            await registry.aclose()
+
+    try:
+        profiles = anyio.run(fetch)
+    except A2AError as exc:
+        err_console.print(f"[red]{exc}[/]")
+        return 1
+    table = Table(title=f"Agents in namespace {settings.namespace!r}", title_justify="left")
+    for column in ("name", "instance", "capabilities", "status", "load", "last heartbeat"):
+        table.add_column(column)
+    now = time.time() * 1000
+    for p in sorted(profiles, key=lambda p: (p.name, p.agent_id)):
+        caps = ", ".join(f"{c.id}({c.proficiency:g})" for c in p.capabilities)
+        style = {"available": "green", "busy": "yellow"}.get(p.status, "red")
+        table.add_row(
+            p.name,
+            p.agent_id,
+            caps,
+            f"[{style}]{p.status}[/]",
+            f"{p.load}/{p.capacity}",
+            f"{(now - p.last_seen) / 1000:.1f} s ago",
+        )
+    console.print(table)
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from ..stores.history import HistoryStore
+
+    settings = settings_from(args)
+    if not settings.redis_url:
+        err_console.print("a2a history needs the history store: set REDIS_URL or --redis-url")
+        return 2
+
+    async def fetch() -> tuple[Any, ...]:
+        registry = Registry.from_url(settings.redis_url or "", namespace=settings.namespace)
+        try:
+            store = HistoryStore(registry.redis, settings.namespace)
+            return (
+                await store.owner(args.conversation),
+                await store.interactions(args.conversation),
+                await store.messages(args.conversation),
+            )
+        finally:
+            await registry.aclose()
+
+    try:
+        owner, interactions, messages = anyio.run(fetch)
+    except A2AError as exc:
+        err_console.print(f"[red]{exc}[/]")
+        return 1
+    if owner is None and not interactions and not messages:
+        err_console.print(
+            f"no history for conversation {args.conversation!r} in namespace {settings.namespace!r}"
+        )
+        return 1
+    console.print(f"conversation {args.conversation}  user {owner or '-'}  {len(messages)} message(s)")
+    table = Table(title="Sub-agent interactions", title_justify="left")
+    for column in (
+        "time",
+        "caller → target",
+        "task",
+        "output (preview)",
+        "ok",
+        "duration",
+        "tokens",
+        "thread",
+    ):
+        table.add_column(column)
+    for i in interactions:
+        table.add_row(
+            time.strftime("%H:%M:%S", time.localtime(i.at)),
+            f"{i.caller} → {i.target}",
+            i.task,
+            i.output_preview,
+            "[green]yes[/]" if i.success else f"[red]no[/] {i.error_code or ''}",
+            f"{i.duration_ms:.0f} ms",
+            str(i.tokens_used),
+            i.thread_id or "",
+        )
+    console.print(table)
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from ..stores.audit import AuditFilter, read_audit
+
+    settings = settings_from(args)
+    match = AuditFilter(
+        agent=args.agent, user_id=args.user, conversation_id=args.conversation, outcome=args.outcome
+    )
+
+    async def fetch() -> list[Any]:
+        transport = await connect_nats(settings, name="a2a-audit")
+        try:
+            return await read_audit(transport, settings.namespace, match, limit=args.limit)
+        finally:
+            await transport.aclose()
+
+    try:
+        records = anyio.run(fetch)
+    except TransportError as exc:  # no stream yet, or no server
+        err_console.print(f"[red]cannot read the audit stream:[/] {exc}")
+        return 1
+    if args.json:
+        import msgspec
+
+        for r in records:
+            print(msgspec.json.encode(r).decode())
+        return 0
+    table = Table(
+        title=f"Audit of namespace {settings.namespace!r} ({len(records)} records)", title_justify="left"
+    )
+    for column in ("time", "request", "origin → target", "action", "user", "outcome", "duration", "side"):
+        table.add_column(column)
+    for r in records:
+        outcome = r.outcome + (f" {r.error_code}" if r.error_code else "")
+        table.add_row(
+            time.strftime("%H:%M:%S", time.localtime(r.started_at / 1000)),
+            r.request_id[-8:],
+            f"{r.origin} → {r.target}",
+            r.action,
+            r.user_id or "",
+            outcome,
+            f"{r.duration_ms:.1f} ms",
+            r.side,
+        )
+    console.print(table)
+    return 0
+
+
+def cmd_nats_config(args: argparse.Namespace) -> int:
+    from ..delegation.roster import Roster, RosterError
+    from .nats_config import render_authorization
+
+    try:
+        roster = Roster.load(args.roster)
+    except RosterError as exc:
+        err_console.print(str(exc))
+        return 2
+    text = render_authorization(roster, args.namespace, clients=args.client or ["client"])
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        print(text, end="")
+    return 0
+
+
+def cmd_schemas(args: argparse.Namespace) -> int:
+    from ..wire import wire_schemas
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in wire_schemas().items():
+        (out / name).write_text(text)
+        console.print(f"wrote {out / name}")
+    return 0

@@ -1,0 +1,92 @@
+"""Callee-side checks of a received request: the caller's checks are never trusted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bus import codec
+from bus.errors import CycleDetected, UnknownAction
+from bus.limits import check_budget, check_cycle, check_depth, check_fan_out, check_hops, local_deadline
+from bus.wire import NotificationEnvelope, RequestEnvelope
+
+from ..delegation.policy import Policy
+from ..stores.history import HistoryStore, objective_key
+from .agent import Action, Agent
+
+__all__ = ["Admitted", "admit", "claim_stored"]
+
+
+@dataclass(slots=True)
+class Admitted:
+    """A request that passed the checks: what to run, with what, until when."""
+
+    action: Action
+    params: dict[str, Any]
+    deadline: float
+
+
+def admit(agent: Agent, policy: Policy, env: RequestEnvelope | NotificationEnvelope, now: float) -> Admitted:
+    """Version, hops, depth, cycle, fan-out, deadline, roster rights, action, budget and schema.
+
+    Raises:
+        A2AError: the first check that refuses the request.
+    """
+    codec.ensure_supported_version(env)
+    meta = env.metadata
+    check_hops(meta)
+    check_depth(meta)
+    check_cycle(meta, agent.name)
+    check_fan_out(meta)
+    deadline = local_deadline(meta, now)
+    policy.admit(agent.name, env)
+    name = env.payload.action
+    action = agent.resolve(name, notification=type(env) is NotificationEnvelope)
+    if action is None:
+        raise UnknownAction(
+            f"{agent.name} has no action {name!r}",
+            details={"action": name, "actions": sorted(agent.actions)},
+        )
+    check_budget(meta, action.estimated_tokens)
+    params = params_of(env)
+    action.validate(params)
+    return Admitted(action, params, deadline)
+
+
+def params_of(env: RequestEnvelope | NotificationEnvelope) -> dict[str, Any]:
+    """The action's parameters: ``payload.parameters``, or a delegation's structured ``input``."""
+    if env.payload.parameters is not None:
+        return env.payload.parameters
+    d = env.delegation
+    return d.input if d is not None and isinstance(d.input, dict) else {}
+
+
+async def claim_stored(
+    history: HistoryStore | None, agent: str, env: RequestEnvelope | NotificationEnvelope, ttl_ms: int
+) -> str | None:
+    """Checks that need the history store: user isolation and objectives in progress.
+
+    Returns the key of the objective this request now holds, to release when done.
+
+    Raises:
+        PermissionDenied: the conversation or thread belongs to another user.
+        CycleDetected: the same objective is already in progress.
+    """
+    if history is None or (env.user_id is None and env.delegation is None):
+        return None
+    if env.user_id is not None:
+        await history.claim(env.conversation_id, env.user_id)
+        if env.delegation is not None and env.delegation.thread_id:
+            await history.claim(env.delegation.thread_id, env.user_id)
+    d = env.delegation
+    if d is None or not d.objective:
+        return None
+    correlation_id = env.metadata.correlation_id
+    key = objective_key(env.conversation_id, env.source_agent_id, agent, d.objective)
+    holder = await history.start_objective(key, correlation_id, ttl_ms)
+    if holder is not None and holder != correlation_id:
+        raise CycleDetected(
+            f"{env.source_agent_id} -> {agent} with the same objective is already in progress",
+            details={"objective": d.objective, "inProgress": holder},
+        )
+    return key

@@ -1,0 +1,291 @@
+"""The caller side of a call: lineage, routing, caller checks, retries, caller audit.
+
+CallPath.request(target, action, params, parent=ctx)
+  lineage     the new request's metadata: depth, chain, deadline, budget, hop of its parent
+  routing     by name, by instance, or the best instance from the registry view
+  checks      depth, roster (may the caller invoke the target), cycles, objectives in progress
+  bus         Bus.request stamps the hop and sends; NO_RESPONDERS from a routed
+              instance that has just died tries the next best one
+  audit       a caller record when no callee answered
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+import anyio
+import msgspec
+
+from bus import Bus
+from bus.errors import A2AError, CycleDetected, DeadlineExceeded, NoCapableAgent, NoResponders
+from bus.handoff import Delegation, Grants
+from bus.ids import new_id
+from bus.limits import check_cycle, check_depth
+from bus.wire import (
+    PROTOCOL_VERSION,
+    Metadata,
+    NotificationEnvelope,
+    Payload,
+    Priority,
+    RequestEnvelope,
+    ResponseEnvelope,
+)
+from discovery import LocalView
+
+from ..delegation.roster import AgentRules
+from ..stores.audit import caller_record
+from ..stores.history import objective_key
+from .route import Route, Target, as_route
+from .services import Services
+from .settings import Settings
+
+__all__ = ["CallPath", "Parent"]
+
+# How long routing by capability waits for the first registry snapshot.
+VIEW_READY_WAIT = 2.0
+# Instances tried when a capability-routed call finds its instance gone.
+ROUTE_ATTEMPTS = 3
+
+
+class Parent(Protocol):
+    """The handling a call is made from (a :class:`a2a.Context`): the call's lineage."""
+
+    @property
+    def agent(self) -> str: ...
+    @property
+    def request(self) -> RequestEnvelope | NotificationEnvelope: ...
+    @property
+    def deadline(self) -> float: ...
+    @property
+    def rules(self) -> AgentRules: ...
+
+
+class CallPath:
+    """Builds, checks, routes and sends requests for a runtime and the handlers it hosts."""
+
+    def __init__(self, bus: Bus, services: Services, settings: Settings, view: LocalView | None) -> None:
+        self.bus = bus
+        self.services = services
+        self.settings = settings
+        self.view = view
+        self._objectives: set[str] = set()
+
+    async def request(
+        self,
+        target: Target,
+        action: str,
+        params: dict[str, Any] | None,
+        *,
+        parent: Parent | None = None,
+        timeout: float | None = None,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+        priority: Priority | None = None,
+        budget: int | None = None,
+        grants: Grants | None = None,
+        delegation: Delegation | None = None,
+        fan_out: int | None = None,
+        correlation_id: str | None = None,
+    ) -> ResponseEnvelope:
+        """Send one request and return its response.
+
+        Raises:
+            A2AError: the typed error the call ended with, located at the agent and hop
+                where it happened.
+        """
+        route = as_route(target)
+        t0 = self.services.clock()
+        limit = self.settings.default_timeout if timeout is None else timeout
+        if parent is not None:
+            limit = min(limit, parent.deadline - t0)
+        meta = self._metadata(
+            parent,
+            timeout=max(limit, 0.0),
+            priority=priority,
+            budget=budget,
+            nested=grants.allow_nested_calls if grants is not None else True,
+            fan_out=fan_out,
+            correlation_id=correlation_id,
+        )
+        env = RequestEnvelope(
+            message_id=new_id(),
+            source_agent_id=parent.agent if parent is not None else self.settings.client_name,
+            target_agent_id=route.agent or str(route),
+            conversation_id=parent.request.conversation_id if parent else (conversation_id or new_id()),
+            user_id=parent.request.user_id if parent else user_id,
+            required_capabilities=list(route.capabilities) or None,
+            protocol_version=PROTOCOL_VERSION,
+            payload=Payload(action=action, parameters=params),
+            metadata=meta,
+            grants=grants,
+            delegation=delegation,
+        )
+        with self.services.telemetry.call(env, str(route)) as trace:
+            try:
+                response = await self._dispatch(env, route, t0, limit, trace)
+            except A2AError as exc:
+                trace.ended(exc)
+                raise
+            trace.ended(None, response.payload.result)
+            return response
+
+    async def _dispatch(
+        self, env: RequestEnvelope, route: Route, t0: float, limit: float, trace: Any
+    ) -> ResponseEnvelope:
+        """Route, check and send a built request, trying another instance when one is gone."""
+        clock = self.services.clock
+        meta = env.metadata
+        caller = env.source_agent_id if meta.depth > 0 else None
+        instance: str | None = None
+        objective: str | None = None
+        sent = False
+        try:
+            if limit <= 0:
+                raise DeadlineExceeded("no time left for this call: the parent's deadline has passed")
+            check_depth(meta)
+            deadline = t0 + limit
+            tried: set[str] = set()
+            if route.capabilities:
+                await self._view_ready(deadline)
+            while True:
+                subject, name, instance = self._resolve(route, tried)
+                if name != env.target_agent_id:
+                    env = msgspec.structs.replace(env, target_agent_id=name)
+                self.services.policy.check_call(caller, name)
+                check_cycle(meta, name)
+                if env.delegation is not None and env.delegation.objective and objective is None:
+                    objective = self._start_objective(env, name)
+                headers = trace.sending(subject, name)
+                sent = True
+                try:
+                    return await self.bus.request(subject, env, timeout=deadline - clock(), headers=headers)
+                except NoResponders:
+                    if instance is None or len(tried) + 1 >= ROUTE_ATTEMPTS or self.view is None:
+                        raise
+                    # The chosen instance died since the view last heard of it: try the next best.
+                    self.view.remove(instance)
+                    tried.add(instance)
+        except A2AError as exc:
+            hop = meta.hop_count + 1 if sent else meta.hop_count
+            exc.located(str(env.target_agent_id) if exc.remote else env.source_agent_id, hop)
+            if not exc.remote:
+                elapsed = clock() - t0
+                self.services.audit.emit(
+                    caller_record(env, route.capabilities, instance, elapsed, exc, meta.hop_count + 1)
+                )
+            raise
+        finally:
+            if objective is not None:
+                self._objectives.discard(objective)
+
+    def _metadata(
+        self,
+        parent: Parent | None,
+        *,
+        timeout: float,
+        priority: Priority | None,
+        budget: int | None,
+        nested: bool = True,
+        fan_out: int | None = None,
+        correlation_id: str | None = None,
+    ) -> Metadata:
+        """A new request's metadata: fresh for a call from outside, inherited from its parent otherwise."""
+        now = int(time.time() * 1000)
+        ttl_ms = int(timeout * 1000)
+        if parent is None:
+            s = self.settings
+            return Metadata(
+                timestamp=now,
+                correlation_id=correlation_id or new_id(),
+                max_hops=s.max_hops,
+                max_depth=s.max_depth,
+                priority=priority or "normal",
+                ttl_ms=ttl_ms,
+                deadline=now + ttl_ms,
+                budget=budget,
+            )
+        pm = parent.request.metadata
+        rules = parent.rules
+        depth = pm.depth + 1
+        # Never deeper than the parent allowed, nor than the calling agent's own limit; a
+        # callee that may not delegate gets a limit its own calls would reach at once.
+        max_depth = min(pm.max_depth, rules.max_depth)
+        if not nested:
+            max_depth = min(max_depth, depth + 1)
+        return Metadata(
+            timestamp=now,
+            correlation_id=correlation_id or new_id(),
+            hop_count=pm.hop_count,
+            max_hops=pm.max_hops,
+            priority=priority or pm.priority,
+            ttl_ms=ttl_ms,
+            deadline=now + ttl_ms,
+            depth=depth,
+            max_depth=max_depth,
+            call_chain=[*pm.call_chain, parent.agent],
+            budget=budget if budget is not None else pm.budget,
+            parent_id=pm.correlation_id,
+            fan_out=fan_out,
+            max_fan_out=rules.max_fan_out,
+        )
+
+    def _start_objective(self, env: RequestEnvelope, target: str) -> str:
+        """Caller side of seed 002's cycle rule: the same objective may not be in progress twice."""
+        assert env.delegation is not None
+        key = objective_key(env.conversation_id, env.source_agent_id, target, env.delegation.objective)
+        if key in self._objectives:
+            raise CycleDetected(
+                f"{env.source_agent_id} -> {target} with the same objective is already in progress",
+                details={"objective": env.delegation.objective, "target": target},
+            )
+        self._objectives.add(key)
+        return key
+
+    async def _view_ready(self, deadline: float) -> None:
+        view = self.view
+        if view is not None and not view.ready.is_set():
+            with anyio.move_on_after(min(VIEW_READY_WAIT, max(0.0, deadline - self.services.clock()))):
+                await view.ready.wait()
+
+    def _resolve(self, route: Route, tried: set[str]) -> tuple[str, str, str | None]:
+        """Subject, agent name and (for registry routing) instance id of a route."""
+        subjects = self.bus.subjects
+        if route.agent is not None:
+            return subjects.agent(route.agent), route.agent, None
+        view = self.view
+        if route.instance is not None:
+            entry = view.get(route.instance) if view is not None else None
+            return subjects.instance(route.instance), entry.profile.name if entry else route.instance, None
+        if view is None:
+            raise NoCapableAgent("routing by capability needs a registry, and this runtime has none")
+        chosen = view.best(route.capabilities, exclude=tried)
+        if chosen is None:
+            known = "" if view.ready.is_set() else " (the registry has not been reachable yet)"
+            raise NoCapableAgent(
+                f"no live instance offers {', '.join(route.capabilities)}{known}",
+                details={"capabilities": list(route.capabilities)},
+            )
+        return subjects.instance(chosen.agent_id), chosen.profile.name, chosen.agent_id
+
+    async def notify(
+        self,
+        topic: str,
+        params: dict[str, Any] | None,
+        *,
+        parent: Parent | None = None,
+        user_id: str | None = None,
+    ) -> None:
+        """Publish a notification (one hop more than its parent)."""
+        meta = self._metadata(parent, timeout=self.settings.default_timeout, priority=None, budget=None)
+        env = NotificationEnvelope(
+            message_id=new_id(),
+            source_agent_id=parent.agent if parent else self.settings.client_name,
+            target_agent_id=topic,
+            conversation_id=parent.request.conversation_id if parent else new_id(),
+            user_id=parent.request.user_id if parent else user_id,
+            protocol_version=PROTOCOL_VERSION,
+            payload=Payload(action=topic, parameters=params),
+            metadata=msgspec.structs.replace(meta, hop_count=meta.hop_count + 1),
+        )
+        await self.bus.publish(self.bus.subjects.notify(topic), env)

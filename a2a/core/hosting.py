@@ -1,0 +1,317 @@
+"""Hosting one agent instance: admission, bounded concurrent handlers, replies, accounting.
+
+Per message (see :meth:`AgentHost.deliver`):
+
+    endpoint (bus)   probes and repeats are answered there; the rest arrives here
+    deliver          refuse at once with OVERLOADED past max_concurrency + max_queue,
+                     else hand the message to a task of its own
+    _handle          decode -> admit (callee-side checks) -> slot -> handler -> reply -> audit
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from bus import Bus, Endpoint, TaskSet, codec
+from bus.errors import (
+    A2AError,
+    AgentError,
+    Cancelled,
+    DeadlineExceeded,
+    InvalidEnvelope,
+    Overloaded,
+    outcome_of,
+)
+from bus.protocol import SHUTDOWN, WITHDRAWN
+from bus.wire import NotificationEnvelope, RequestEnvelope
+from discovery.profile import AgentProfile, AgentStatus
+from discovery.registry import InstanceState
+from transports import Message
+
+from ..stores.audit import callee_record
+from .admission import Admitted, admit, claim_stored
+from .agent import Agent
+from .calls import CallPath
+from .context import Context
+from .delegating import finish_delegation
+from .services import Services
+from .slots import Lease, Slots
+
+__all__ = ["AgentHost", "HostStats"]
+
+log = logging.getLogger("a2a.host")
+
+
+@dataclass
+class HostStats:
+    handled: int = 0
+    failed: int = 0
+    refused: int = 0
+    overloaded: int = 0
+    invalid: int = 0
+    cancelled: int = 0
+    repeated: int = 0
+    """Calls received again (after a reconnect) and answered from the reply cache."""
+
+
+class AgentHost:
+    """One running instance of an agent inside a runtime.
+
+    Args:
+        on_state: called when the instance's status changes (busy, available), so the
+            runtime can tell the registry without waiting for the next heartbeat.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        bus: Bus,
+        services: Services,
+        calls: CallPath,
+        runtime_id: str,
+        on_state: Callable[[AgentHost], None],
+    ) -> None:
+        self.agent = agent
+        self.instance_id = f"{agent.name}-{uuid.uuid4().hex[:8]}"
+        self.slots = Slots(agent.max_concurrency, on_change=self._busy_changed)
+        self.accepted = 0
+        """Requests taken and not finished: waiting for a slot, running, or waiting on a call."""
+        self.stopping = False
+        self.endpoint: Endpoint | None = None
+        self._bus = bus
+        self._services = services
+        self._calls = calls
+        self._runtime_id = runtime_id
+        self._on_state = on_state
+        self._limit = agent.max_concurrency + agent.max_queue
+        self._stats = HostStats()
+        self._tasks = TaskSet()
+        self._resources = AsyncExitStack()
+
+    # -- registry-facing state ---------------------------------------------------------
+
+    @property
+    def load(self) -> int:
+        return self.slots.used + self.slots.waiting
+
+    @property
+    def status(self) -> AgentStatus:
+        if self.stopping:
+            return "offline"
+        return "busy" if self.slots.busy else "available"
+
+    @property
+    def stats(self) -> HostStats:
+        repeated = self.endpoint.repeated if self.endpoint is not None else 0
+        return dataclasses.replace(self._stats, repeated=repeated)
+
+    def state(self) -> InstanceState:
+        return InstanceState(self.instance_id, self.status, self.load, self.agent.max_concurrency)
+
+    def profile(self) -> AgentProfile:
+        agent = self.agent
+        return AgentProfile(
+            agent_id=self.instance_id,
+            name=agent.name,
+            version=agent.version,
+            description=agent.description,
+            capabilities=list(agent.capabilities),
+            status=self.status,
+            last_seen=int(time.time() * 1000),
+            load=self.load,
+            capacity=agent.max_concurrency,
+            metadata={"runtime": self._runtime_id, "actions": sorted(agent.actions), **agent.metadata},
+        )
+
+    def _busy_changed(self, busy: bool) -> None:
+        if not self.stopping:
+            self._on_state(self)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Enter the agent's lifespan, then start receiving."""
+        if self.agent.lifespan is not None:
+            await self._resources.enter_async_context(self.agent.lifespan())
+        try:
+            self.endpoint = await self._bus.endpoint(
+                self.agent.name, self.instance_id, deliver=self.deliver, topics=self.agent.topics
+            )
+        except BaseException:
+            await self._resources.aclose()
+            raise
+
+    async def stop(self, grace: float) -> None:
+        """Stop taking messages; give running handlers ``grace`` seconds, then cancel them."""
+        self.stopping = True
+        endpoint = self.endpoint
+        if endpoint is not None:
+            await endpoint.close()
+        await self._drained(grace)
+        if endpoint is not None:
+            endpoint.cancel_all(SHUTDOWN)
+        await self._drained(1.0)
+        await self._tasks.aclose()
+        if endpoint is not None:
+            self._bus.forget(endpoint)
+        await self._resources.aclose()
+
+    async def _drained(self, timeout: float) -> None:
+        with anyio.move_on_after(timeout):
+            while self.accepted:
+                await anyio.sleep(0.01)
+
+    # -- receiving ---------------------------------------------------------------------------
+
+    async def deliver(self, msg: Message) -> None:
+        """Admit or refuse at once; handle in a task of its own."""
+        if self.accepted >= self._limit:
+            self._stats.overloaded += 1
+            if msg.reply and self.endpoint is not None:
+                error = Overloaded(
+                    f"{self.instance_id} has {self.accepted} requests in hand; retry later",
+                    agent=self.agent.name,
+                )
+                await self.endpoint.fail(msg.reply, None, error)
+            return
+        self.accepted += 1
+        self._tasks.spawn(self._handle(msg))
+
+    async def _handle(self, msg: Message) -> None:
+        services = self._services
+        endpoint = self.endpoint
+        assert endpoint is not None
+        name = self.agent.name
+        t0 = services.clock()
+        started = int(time.time() * 1000)
+        try:
+            env = codec.decode_envelope(msg.data)
+            if not isinstance(env, (RequestEnvelope, NotificationEnvelope)):
+                raise InvalidEnvelope(
+                    f"agents accept requests and notifications, not {env.__class__.__name__}",
+                    details={"field": "type"},
+                )
+        except InvalidEnvelope as exc:
+            self.accepted -= 1
+            refusal = exc.located(name, None)
+            self._count(refusal)
+            if msg.reply:
+                await endpoint.fail(msg.reply, None, refusal)
+            log.warning("%s: refused undecodable message on %s: %s", self.instance_id, msg.subject, refusal)
+            return
+        with services.telemetry.handle(env, msg.headers, name, self.instance_id) as trace:
+            ctx: Context | None = None
+            result: Any = None
+            error: A2AError | None = None
+            try:
+                admitted = admit(self.agent, services.policy, env, t0)
+                lease = Lease(self.slots)
+                ctx = Context(
+                    services,
+                    self._calls,
+                    agent=name,
+                    instance_id=self.instance_id,
+                    request=env,
+                    deadline=admitted.deadline,
+                    action=admitted.action.name,
+                    params=admitted.params,
+                    lease=lease,
+                )
+                result = await self._run(ctx, admitted, lease, msg.reply, endpoint)
+            except A2AError as exc:
+                error = exc.located(name, env.metadata.hop_count)
+            except Exception as exc:  # a handler's own failure goes back as AGENT_ERROR
+                log.warning(
+                    "%s: %r failed: %s",
+                    self.instance_id,
+                    env.payload.action,
+                    exc,
+                    exc_info=log.isEnabledFor(logging.DEBUG),
+                )
+                error = AgentError(str(exc) or type(exc).__name__).located(name, env.metadata.hop_count)
+            finally:
+                self.accepted -= 1
+            if msg.reply and type(env) is RequestEnvelope:
+                usage = ctx.usage if ctx is not None and ctx.usage.total else None
+                if error is None:
+                    error = await endpoint.respond(msg.reply, env, result, usage)
+                else:
+                    await endpoint.fail(msg.reply, env, error, usage)
+            self._count(error)
+            trace.ended(error, result)
+            services.audit.emit(
+                callee_record(env, name, self.instance_id, started, services.clock() - t0, error)
+            )
+
+    async def _run(
+        self, ctx: Context, admitted: Admitted, lease: Lease, reply: str, endpoint: Endpoint
+    ) -> Any:
+        """Run the handler in this task, under the deadline, cancellable by withdraw and stop.
+
+        Cancellation is the task's own (``Task.cancel``, by the endpoint) rather than a cancel
+        scope: a cancel scope per request costs more than the rest of the handling together.
+        The reason recorded on the held call tells our cancellations from a shutdown of the
+        whole runtime, which keeps propagating.
+        """
+        env = ctx.request
+        task = asyncio.current_task()
+        assert task is not None
+        correlation_id = env.metadata.correlation_id
+        held = endpoint.hold(correlation_id, reply, admitted.deadline, task)
+        history = self._services.history
+        objective: str | None = None
+        try:
+            if history is not None and (env.user_id is not None or env.delegation is not None):
+                ttl_ms = max(1, int((admitted.deadline - self._services.clock()) * 1000))
+                objective = await claim_stored(history, self.agent.name, env, ttl_ms)
+            await lease.take()
+            try:
+                result = await admitted.action.handler(ctx, admitted.params)
+            finally:
+                lease.give_up()
+        except asyncio.CancelledError:
+            if held.reason is None or task.uncancel() > 0:
+                raise  # not ours (the runtime is closing): keep cancelling
+            if held.reason == WITHDRAWN:
+                raise Cancelled("the caller withdrew the call", details={"reason": WITHDRAWN}) from None
+            if held.reason == SHUTDOWN:
+                raise Cancelled(
+                    f"{self.instance_id} is shutting down", details={"reason": SHUTDOWN}
+                ) from None
+            raise DeadlineExceeded(
+                f"{self.agent.name} did not finish {admitted.action.name!r} before the deadline"
+            ) from None
+        finally:
+            endpoint.release(correlation_id)
+            if objective is not None and history is not None:
+                with anyio.CancelScope(shield=True), contextlib.suppress(A2AError):
+                    await history.finish_objective(objective, correlation_id)
+        if env.delegation is not None:
+            return await finish_delegation(self._services, self.agent.name, env, result, ctx.tools_used)
+        return result
+
+    def _count(self, error: A2AError | None) -> None:
+        outcome = outcome_of(error)
+        stats = self._stats
+        if outcome == "ok":
+            stats.handled += 1
+        elif outcome == "refused":
+            stats.refused += 1
+            if isinstance(error, InvalidEnvelope):
+                stats.invalid += 1
+        elif outcome == "cancelled":
+            stats.cancelled += 1
+        else:
+            stats.failed += 1

@@ -1,0 +1,352 @@
+"""The runtime: the composition root that connects, hosts agents and makes calls.
+
+Runtime
+  bus        (bus)        both halves of the delivery protocol over NATS
+  view       (discovery)  the registry as this process sees it, kept fresh by events
+  calls      CallPath     the caller side of every call, from here or from a handler
+  hosts      AgentHost    one per agent served here
+  presence   Presence     registration and heartbeats of those hosts
+  services   Services     policy, redactor, context builder, telemetry, audit, history, clock
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any
+
+import anyio
+
+from bus import Bus
+from bus.errors import DeadlineExceeded, NoCapableAgent, Unavailable
+from bus.wire import Priority, ResponseEnvelope
+from discovery import LocalView, Registry
+from transports import MessageHandler, Subscription, Transport, TransportError
+
+from ..delegation.context_builder import ContextBuilder
+from ..delegation.policy import Policy
+from ..delegation.redact import Redactor
+from ..observability.health import serve_health
+from ..observability.telemetry import Telemetry
+from ..stores.audit import AuditLog
+from ..stores.history import HistoryStore
+from .agent import Agent
+from .calls import CallPath
+from .hosting import AgentHost
+from .presence import Presence
+from .route import Target
+from .services import Services
+from .settings import Settings, connect_nats
+
+__all__ = ["Runtime"]
+
+log = logging.getLogger("a2a.runtime")
+
+
+async def _shielded(close: Callable[[], Awaitable[None]]) -> None:
+    """Run a cleanup step to its end (5 s at most), even while the caller is being cancelled."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        await close()
+
+
+class Runtime:
+    """Connects to NATS (and Redis), hosts agents, and calls agents anywhere.
+
+    ::
+
+        async with Runtime(Settings.from_env()) as rt:
+            await rt.serve(planner, reader)          # host agents in this process
+            result = await rt.call("planner", "run", {"task": "..."})
+
+    A call to an agent this runtime hosts is handed over in-process (seed 004's
+    ``routeLocally``), with the very same checks, limits, deadlines and audit.
+
+    Args:
+        settings: connection settings and default limits (``Settings.from_env()`` if omitted).
+        transport: use this transport instead of connecting to ``settings.nats_url``
+            (for example a ``MemoryTransport`` in unit tests); the runtime closes it.
+        registry: use this registry instead of connecting to ``settings.redis_url``
+            (with neither, the runtime routes by name only and keeps no history).
+        policy: delegation rights checked on both sides of each hop (default: from
+            the roster file ``settings.roster``, else everything allowed).
+        redactor: PII rules applied before delegation and in audit records.
+        context_builder: selects and fits delegated context; pass one with your
+            model's token counter.
+        telemetry: tracing and metrics (default: as the OTEL_* variables say; off when unset).
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        transport: Transport | None = None,
+        registry: Registry | None = None,
+        policy: Policy | None = None,
+        redactor: Redactor | None = None,
+        context_builder: ContextBuilder | None = None,
+        telemetry: Telemetry | None = None,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self.id = uuid.uuid4().hex[:12]
+        if policy is None:
+            policy = Policy.from_file(self.settings.roster) if self.settings.roster else Policy()
+        self.policy = policy
+        self.redactor = redactor or Redactor()
+        self.context_builder = context_builder or ContextBuilder()
+        self.telemetry = telemetry or Telemetry.from_env(
+            f"a2a-{self.settings.client_name}", redactor=self.redactor
+        )
+        self.hosts: dict[str, AgentHost] = {}
+        self.registry: Registry | None = registry
+        self.view: LocalView | None = None
+        self.history: HistoryStore | None = None
+        self._transport = transport
+        self._stack: AsyncExitStack | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.bus: Bus
+        self.audit: AuditLog
+        self.services: Services
+        self.calls: CallPath
+        self.presence: Presence
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def __aenter__(self) -> Runtime:
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            await self._open(stack)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def _open(self, stack: AsyncExitStack) -> None:
+        s = self.settings
+        clock = asyncio.get_running_loop().time
+        stack.push_async_callback(_shielded, self.telemetry.aclose)
+        if self._transport is None:
+            try:
+                self._transport = await connect_nats(s, name=f"a2a-{self.id}")
+            except TransportError as exc:
+                raise Unavailable(str(exc)) from None
+        stack.push_async_callback(_shielded, self._transport.aclose)
+        if self.registry is None and s.redis_url:
+            self.registry = Registry.from_url(
+                s.redis_url, namespace=s.namespace, heartbeat_interval=s.heartbeat_interval
+            )
+        if self.registry is not None:
+            stack.push_async_callback(_shielded, self.registry.aclose)
+            self.history = HistoryStore(self.registry.redis, s.namespace)
+            self.view = LocalView(self.registry)
+        self.bus = bus = Bus(
+            self._transport,
+            namespace=s.namespace,
+            runtime_id=self.id,
+            identity=s.nats_user or "anon",
+            max_payload=s.max_payload,
+        )
+        self.audit = AuditLog(bus.link, enabled=s.audit, redactor=self.redactor)
+        await bus.start()
+        stack.push_async_callback(_shielded, bus.aclose)
+        await self.audit.ensure_stream()
+        self.services = Services(
+            policy=self.policy,
+            redactor=self.redactor,
+            context_builder=self.context_builder,
+            telemetry=self.telemetry,
+            audit=self.audit,
+            history=self.history,
+            clock=clock,
+        )
+        self.calls = CallPath(bus, self.services, s, self.view)
+        self.presence = Presence(self.hosts, self.registry, self.view, clock=clock, telemetry=self.telemetry)
+        self._tg = tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tg.cancel_scope.cancel)
+        tg.start_soon(bus.run)
+        if self.view is not None:
+            view = self.view
+            self.telemetry.watch_registry(lambda: len(view.entries()))
+            await tg.start(view.run)
+            tg.start_soon(self.presence.run)
+        if self.audit.enabled:
+            tg.start_soon(self.audit.run)
+            stack.push_async_callback(_shielded, self.audit.flush)  # runs first on exit
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._stack is not None
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._stop_hosts(grace=5.0 if exc is None else 0.5)
+        finally:
+            stack, self._stack = self._stack, None
+            # The body's exception is not handed to the stack: the internal task group
+            # would wrap it in an ExceptionGroup. It propagates unchanged instead.
+            await stack.aclose()
+        return None
+
+    async def _stop_hosts(self, grace: float) -> None:
+        hosts = list(self.hosts.values())
+        if not hosts:
+            return
+        async with anyio.create_task_group() as tg:
+            for host in hosts:
+                tg.start_soon(host.stop, grace)
+        await self.presence.deregister(hosts)
+        self.hosts.clear()
+
+    # -- hosting ---------------------------------------------------------------------
+
+    async def serve(self, *agents: Agent) -> list[AgentHost]:
+        """Start one instance of each agent in this process: subscribe, register, heartbeat."""
+        started = []
+        for agent in agents:
+            if agent.name in self.hosts:
+                raise ValueError(f"{agent.name} is already served by this runtime")
+            host = AgentHost(
+                agent,
+                bus=self.bus,
+                services=self.services,
+                calls=self.calls,
+                runtime_id=self.id,
+                on_state=self.presence.changed,
+            )
+            await host.start()
+            self.hosts[agent.name] = host
+            started.append(host)
+            await self.presence.register(host)
+        await self.bus.transport.flush()
+        return started
+
+    def health(self) -> dict[str, Any]:
+        """Liveness and readiness, as the health endpoint reports them.
+
+        Live while the heartbeat loop ticks; ready while NATS is connected and, with a
+        registry, a heartbeat succeeded within three intervals.
+        """
+        nats_up = self._transport is not None and self._transport.is_connected
+        heartbeats = self.presence.report(self.settings.heartbeat_interval)
+        report: dict[str, Any] = {
+            "runtime": self.id,
+            "agents": {name: host.instance_id for name, host in self.hosts.items()},
+            "nats": nats_up,
+            "registry": None,
+        }
+        live = ready = nats_up
+        if heartbeats is not None:
+            live = heartbeats.pop("live")
+            ready = ready and heartbeats.pop("ready")
+            report["registry"] = heartbeats
+        report["live"] = live
+        report["ready"] = ready
+        return report
+
+    async def serve_health(self, port: int, host: str = "0.0.0.0") -> int:
+        """Serve /livez, /readyz and /healthz on ``port`` (0: any free port); returns the port."""
+        assert self._tg is not None, "the runtime is not running"
+        return int(await self._tg.start(serve_health, self.health, port, host))
+
+    async def serve_forever(self) -> None:
+        """Block until SIGINT or SIGTERM (then leaving ``async with`` shuts down cleanly)."""
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                log.info("received %s; shutting down", signal.Signals(signum).name)
+                return
+
+    # -- calling ---------------------------------------------------------------------
+
+    async def call(
+        self,
+        target: Target,
+        action: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+        priority: Priority | None = None,
+        budget: int | None = None,
+    ) -> Any:
+        """Call an agent from outside any agent and return its result.
+
+        ``timeout`` is the call's deadline in seconds (default ``settings.default_timeout``);
+        ``user_id`` is carried down the whole call chain; ``budget`` caps the tokens the
+        call and everything it delegates may use.
+
+        Raises:
+            A2AError: the typed error the call ended with.
+        """
+        response = await self.calls.request(
+            target,
+            action,
+            params,
+            timeout=timeout,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            priority=priority,
+            budget=budget,
+        )
+        return response.payload.result
+
+    async def request(
+        self,
+        target: Target,
+        action: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+        priority: Priority | None = None,
+        budget: int | None = None,
+    ) -> ResponseEnvelope:
+        """Like :meth:`call`, returning the whole response envelope (usage, hop, ids)."""
+        return await self.calls.request(
+            target,
+            action,
+            params,
+            timeout=timeout,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            priority=priority,
+            budget=budget,
+        )
+
+    async def notify(
+        self, topic: str, params: dict[str, Any] | None = None, *, user_id: str | None = None
+    ) -> None:
+        """Publish a notification on ``topic`` from outside any agent."""
+        await self.calls.notify(topic, params, user_id=user_id)
+
+    # -- observing ---------------------------------------------------------------------
+
+    async def subscribe_audit(self, handler: MessageHandler) -> Subscription:
+        """Receive every audit record of this namespace (raw JSON messages)."""
+        return await self.bus.link.subscribe(self.bus.subjects.audit_all, handler)
+
+    async def wait_for_agents(self, names: Sequence[str], *, timeout: float = 10.0) -> None:
+        """Wait until the registry view has a live instance of every agent in ``names``.
+
+        Raises:
+            DeadlineExceeded: they did not all appear in time.
+        """
+        if self.view is None:
+            raise NoCapableAgent("waiting for agents needs a registry")
+        view = self.view
+        with anyio.move_on_after(timeout):
+            while not set(names) <= {e.profile.name for e in view.entries()}:
+                await anyio.sleep(0.05)
+            return
+        missing = set(names) - {e.profile.name for e in view.entries()}
+        raise DeadlineExceeded(f"agents not registered within {timeout}s: {', '.join(sorted(missing))}")

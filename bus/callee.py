@@ -1,0 +1,265 @@
+"""The callee half of the delivery protocol: one agent instance's subscriptions, held calls and replies.
+
+An :class:`Endpoint` subscribes to the agent's subject (queue group = agent name), to its
+own instance subject and to the agent's notification topics. Before a message reaches
+the host it answers liveness probes and recognises a call sent again after a lost
+connection (same reply subject): a repeat is answered from the reply cache, never run
+twice. While a call is held it is acknowledged to its caller after ``ACK_AFTER``
+seconds, stopped at its deadline, and stopped when its caller withdraws it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+from transports import Message, Subscription
+
+from .errors import A2AError, AgentError, Cancelled, PayloadTooLarge
+from .ids import new_id
+from .link import Link
+from .protocol import (
+    ACK_AFTER,
+    ACK_HEADER,
+    ALIVE_HEADER,
+    DEADLINE,
+    PROBE_HEADER,
+    REPLY_CACHE_BYTES,
+    REPLY_CACHE_SIZE,
+    WITHDRAWN,
+)
+from .wire import (
+    PROTOCOL_VERSION,
+    Envelope,
+    ErrorEnvelope,
+    Metadata,
+    Payload,
+    RequestEnvelope,
+    ResponseEnvelope,
+    TokenUsage,
+)
+
+__all__ = ["Deliver", "Endpoint", "Held"]
+
+log = logging.getLogger("a2a.bus")
+
+Deliver = Callable[[Message], Awaitable[None]]
+"""Where an endpoint hands each message that is neither a probe nor a repeat."""
+
+
+class Held:
+    """A call being handled: whom to answer, until when, and the task to stop."""
+
+    __slots__ = ("acked", "deadline", "reason", "reply", "started", "task")
+
+    def __init__(self, task: asyncio.Task[Any], reply: str, started: float, deadline: float) -> None:
+        self.task = task
+        self.reply = reply
+        self.started = started
+        self.deadline = deadline
+        self.acked = False
+        self.reason: str | None = None
+        """Why the endpoint stopped the task: WITHDRAWN, SHUTDOWN or DEADLINE."""
+
+    def cancel(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+            self.task.cancel()
+
+
+class Endpoint:
+    """One agent instance's end of the protocol; create with :meth:`bus.Bus.endpoint`."""
+
+    def __init__(
+        self,
+        link: Link,
+        *,
+        agent: str,
+        instance_id: str,
+        topics: Iterable[str],
+        deliver: Deliver,
+        runtime_replies: str,
+    ) -> None:
+        self.link = link
+        self.agent = agent
+        self.instance_id = instance_id
+        self.topics = list(topics)
+        self.deliver = deliver
+        self.repeated = 0
+        """Calls received again (after a reconnect) and answered from the reply cache."""
+        self.held: dict[str, Held] = {}
+        self._runtime_replies = runtime_replies
+        self._replies: OrderedDict[str, bytes | None] = OrderedDict()
+        """Reply subject -> the reply sent (None while in progress), to answer repeats."""
+        self._subs: list[Subscription] = []
+        self._local: list[str] = []
+
+    async def open(self) -> None:
+        """Subscribe: the agent's queue group, this instance, the agent's topics."""
+        subjects = self.link.subjects
+        agent_subject, instance_subject = subjects.agent(self.agent), subjects.instance(self.instance_id)
+        self._subs.append(await self.link.subscribe(agent_subject, self.on_message, queue=self.agent))
+        self._subs.append(await self.link.subscribe(instance_subject, self.on_message))
+        for topic in self.topics:
+            self._subs.append(
+                await self.link.subscribe(subjects.notify(topic), self.on_message, queue=self.agent)
+            )
+        for subject in (agent_subject, instance_subject):
+            self.link.attach(subject, self.on_message)
+            self._local.append(subject)
+
+    async def close(self) -> None:
+        """Stop receiving (held calls go on until they finish or are cancelled)."""
+        for subject in self._local:
+            self.link.detach(subject)
+        self._local.clear()
+        for sub in self._subs:
+            await sub.unsubscribe()
+        self._subs.clear()
+
+    async def on_message(self, msg: Message) -> None:
+        """Subscription callback: answer probes and repeats here, hand the rest to the host."""
+        headers = msg.headers
+        if headers and PROBE_HEADER in headers:
+            if msg.reply:
+                await self._publish(msg.reply, b"", {ALIVE_HEADER: self.instance_id})
+            return
+        reply = msg.reply
+        if reply.startswith(self._runtime_replies):  # a runtime caller may send a call again
+            replies = self._replies
+            if reply in replies:
+                self.repeated += 1
+                done = replies[reply]
+                if done:  # answered already: answer again; in progress or uncached: the first answers
+                    await self._publish(reply, done)
+                return
+            replies[reply] = None
+            if len(replies) > REPLY_CACHE_SIZE:
+                replies.popitem(last=False)
+        await self.deliver(msg)
+
+    # -- held calls ----------------------------------------------------------------------
+
+    def hold(self, correlation_id: str, reply: str, deadline: float, task: asyncio.Task[Any]) -> Held:
+        held = self.held[correlation_id] = Held(task, reply, asyncio.get_running_loop().time(), deadline)
+        return held
+
+    def release(self, correlation_id: str) -> None:
+        self.held.pop(correlation_id, None)
+
+    def withdraw(self, correlation_ids: Iterable[str]) -> None:
+        """Stop the handlers of calls their callers withdrew."""
+        for correlation_id in correlation_ids:
+            held = self.held.get(correlation_id)
+            if held is not None:
+                held.cancel(WITHDRAWN)
+
+    def cancel_all(self, reason: str) -> None:
+        for held in list(self.held.values()):
+            held.cancel(reason)
+
+    async def sweep(self, now: float) -> None:
+        """Stop calls past their deadline; tell callers which instance holds their long calls.
+
+        One periodic sweep instead of a timer per request keeps timer bookkeeping off the
+        request path.
+        """
+        ack = {ACK_HEADER: self.instance_id}
+        for held in list(self.held.values()):
+            if now >= held.deadline:
+                held.cancel(DEADLINE)
+            if held.acked or now - held.started < ACK_AFTER:
+                continue
+            held.acked = True
+            # Only runtimes understand acks; a plain NATS requester would take one for the reply.
+            if held.reply.startswith(self._runtime_replies):
+                await self._publish(held.reply, b"", ack)
+
+    # -- replies ---------------------------------------------------------------------------
+
+    async def respond(
+        self, reply: str, request: RequestEnvelope, result: Any, usage: TokenUsage | None
+    ) -> A2AError | None:
+        """Send the handler's result; returns the error sent instead when the result cannot travel."""
+        meta = request.metadata
+        response = ResponseEnvelope(
+            message_id=new_id(),
+            source_agent_id=self.agent,
+            target_agent_id=request.source_agent_id,
+            conversation_id=request.conversation_id,
+            in_reply_to=request.message_id,
+            user_id=request.user_id,
+            protocol_version=PROTOCOL_VERSION,
+            payload=Payload(action=request.payload.action, result=result, usage=usage),
+            metadata=Metadata(
+                timestamp=_now_ms(),
+                correlation_id=meta.correlation_id,
+                hop_count=meta.hop_count,
+                max_hops=meta.max_hops,
+                depth=meta.depth,
+                max_depth=meta.max_depth,
+                priority=meta.priority,
+            ),
+        )
+        error: A2AError
+        try:
+            data = self.link.encode(response)
+        except (TypeError, msgspec.EncodeError) as exc:
+            error = AgentError(f"result of {request.payload.action!r} is not JSON-serialisable: {exc}")
+        except PayloadTooLarge as exc:
+            error = exc
+        else:
+            await self._send(reply, data)
+            return None
+        error.located(self.agent, meta.hop_count)
+        await self.fail(reply, request, error, usage)
+        return error
+
+    async def fail(
+        self, reply: str, request: Envelope | None, error: A2AError, usage: TokenUsage | None = None
+    ) -> None:
+        """Send a typed error (nothing when the caller itself withdrew the call)."""
+        if isinstance(error, Cancelled) and error.details.get("reason") == WITHDRAWN:
+            return  # the caller is gone; nobody reads this reply
+        correlation_id = request.metadata.correlation_id if request else reply.rsplit(".", 1)[-1]
+        envelope = ErrorEnvelope(
+            message_id=new_id(),
+            source_agent_id=self.agent,
+            target_agent_id=request.source_agent_id if request else "unknown",
+            conversation_id=request.conversation_id if request else "unknown",
+            in_reply_to=request.message_id if request else None,
+            user_id=request.user_id if request else None,
+            protocol_version=PROTOCOL_VERSION,
+            payload=Payload(
+                action=request.payload.action if request else "",
+                error=error.to_info(),
+                usage=usage,
+            ),
+            metadata=Metadata(
+                timestamp=_now_ms(),
+                correlation_id=correlation_id or "unknown",
+                hop_count=request.metadata.hop_count if request else 0,
+            ),
+        )
+        await self._send(reply, self.link.encode(envelope))
+
+    async def _send(self, reply: str, data: bytes) -> None:
+        if reply in self._replies:
+            self._replies[reply] = data if len(data) <= REPLY_CACHE_BYTES else b""
+        await self._publish(reply, data)
+
+    async def _publish(self, subject: str, data: bytes, headers: Mapping[str, str] | None = None) -> None:
+        try:
+            await self.link.publish(subject, data, headers=headers)
+        except A2AError as exc:
+            log.warning("%s: reply to %s lost: %s", self.instance_id, subject, exc)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,314 @@
+"""The caller half of the delivery protocol: send, wait, resend, probe, withdraw.
+
+A request goes out with a per-call reply subject ``<reply prefix><correlationId>`` and
+waits on a future until its timeout: a result, the callee's typed error, NO_RESPONDERS as
+soon as the server reports nobody listens, AGENT_LOST when the instance holding the call
+dies (see :meth:`Caller.watch`), or DEADLINE_EXCEEDED. The pending entry is removed
+however the call ends; a reply arriving after that is dropped and counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import anyio
+import msgspec
+
+from transports import Message, Subscription, is_no_responders
+
+from . import codec
+from ._pending import NO_RESPONDERS, TIMED_OUT, Outcome, PendingCalls, Reply
+from .errors import (
+    A2AError,
+    AgentLost,
+    DeadlineExceeded,
+    InvalidEnvelope,
+    NoResponders,
+    PermissionDenied,
+    Unavailable,
+    error_from_info,
+)
+from .ids import new_id
+from .limits import check_hops
+from .link import Link
+from .protocol import ACK_HEADER, PROBE_HEADER, SETTLING, encode_cancel
+from .subjects import is_name
+from .tasks import TaskSet
+from .wire import ErrorEnvelope, RequestEnvelope, ResponseEnvelope
+
+__all__ = ["Caller", "CallerStats"]
+
+log = logging.getLogger("a2a.bus")
+
+
+@dataclass
+class CallerStats:
+    requests: int = 0
+    replies: int = 0
+    errors: int = 0
+    timeouts: int = 0
+    no_responders: int = 0
+    invalid_replies: int = 0
+    lost: int = 0
+    resent: int = 0
+
+
+def _expire(future: asyncio.Future[Outcome]) -> None:
+    if not future.done():
+        future.set_result(TIMED_OUT)
+
+
+class Caller:
+    """Sends requests and matches replies to pending calls.
+
+    Args:
+        link: the transport, as the bus shares it.
+        reply_prefix: this runtime's reply subjects start with it.
+        withdraw_local: stops a call this process's own callee half holds (a call that
+            was delivered locally never reaches another process's cancel subscription).
+    """
+
+    def __init__(self, link: Link, reply_prefix: str, withdraw_local: Callable[[str], None]) -> None:
+        self.link = link
+        self.reply_prefix = reply_prefix
+        self.pending = PendingCalls()
+        self.stats = CallerStats()
+        self._withdraw_local = withdraw_local
+        self._sub: Subscription | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._settling_until = 0.0
+        self._retries = TaskSet()
+
+    async def start(self) -> None:
+        """Subscribe to this runtime's reply subjects."""
+        self._loop = asyncio.get_running_loop()
+        self.link.attach_prefix(self.reply_prefix, self.on_reply)
+        self._sub = await self.link.subscribe(self.reply_prefix + "*", self.on_reply)
+
+    async def aclose(self) -> None:
+        await self._retries.aclose()
+        if self._sub is not None:
+            await self._sub.unsubscribe()
+            self._sub = None
+
+    async def request(
+        self,
+        subject: str,
+        envelope: RequestEnvelope,
+        *,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
+    ) -> ResponseEnvelope:
+        """Send a copy of ``envelope`` stamped with this hop and the time left, and wait for the response.
+
+        Raises:
+            A2AError: the callee's typed error, or NoResponders, AgentLost,
+                DeadlineExceeded, PayloadTooLarge, MaxHopsExceeded or Unavailable.
+
+        If the calling task is cancelled, the cancellation propagates and the callee is
+        told to stop, as it is when the call times out.
+        """
+        meta = envelope.metadata
+        stamped = msgspec.structs.replace(
+            meta, hop_count=meta.hop_count + 1, ttl_ms=max(0, int(timeout * 1000))
+        )
+        check_hops(stamped)
+        envelope = msgspec.structs.replace(envelope, metadata=stamped)
+        data = self.link.encode(envelope)
+        correlation_id = stamped.correlation_id
+        loop = self._loop
+        assert loop is not None, "Caller.start() was not called"
+        slot = self.pending.open(correlation_id, loop, subject)
+        timer = loop.call_at(slot.opened + timeout, _expire, slot.future)
+        outcome: object = TIMED_OUT
+        self.stats.requests += 1
+        reply = self.reply_prefix + correlation_id
+        slot.request = (data, reply, headers)
+        slot.local = self.link.is_local(subject)
+        try:
+            await self.link.publish(subject, data, reply=reply, headers=headers)
+            outcome = await slot.future
+        finally:
+            timer.cancel()
+            self.pending.close(correlation_id)
+            if outcome is TIMED_OUT:
+                with anyio.CancelScope(shield=True):
+                    await self._withdraw(correlation_id, slot.local)
+        if type(outcome) is bytes:
+            return self._parse_reply(outcome, envelope)
+        target = _target_of(envelope)
+        if outcome is NO_RESPONDERS:
+            self.stats.no_responders += 1
+            raise NoResponders(f"nobody serves {subject}", agent=target, hop=stamped.hop_count)
+        if isinstance(outcome, A2AError):
+            self.stats.lost += 1
+            raise outcome
+        self.stats.timeouts += 1
+        raise DeadlineExceeded(
+            f"no reply from {subject} within {timeout:.3f}s", agent=target, hop=stamped.hop_count
+        )
+
+    def _parse_reply(self, data: bytes, request: RequestEnvelope) -> ResponseEnvelope:
+        try:
+            reply = codec.decode_envelope(data)
+        except InvalidEnvelope as exc:
+            self.stats.invalid_replies += 1
+            raise exc.located(_target_of(request), request.metadata.hop_count) from None
+        if type(reply) is ResponseEnvelope:
+            self.stats.replies += 1
+            return reply
+        if type(reply) is ErrorEnvelope and reply.payload.error is not None:
+            self.stats.errors += 1
+            error = error_from_info(reply.payload.error)
+            error.usage = reply.payload.usage
+            raise error
+        self.stats.invalid_replies += 1
+        raise InvalidEnvelope(
+            f"expected a response or error envelope, got {reply.__class__.__name__}",
+            agent=_target_of(request),
+            details={"field": "type"},
+        )
+
+    async def _withdraw(self, correlation_id: str, local: bool) -> None:
+        """Tell whoever handles this call to stop (best effort, bounded)."""
+        if local:
+            self._withdraw_local(correlation_id)
+            return
+        with anyio.move_on_after(1.0):
+            try:
+                await self.link.publish(self.link.subjects.cancel, encode_cancel(correlation_id))
+            except Unavailable as exc:
+                log.debug("could not publish cancel notice: %s", exc)
+
+    async def on_reply(self, msg: Message) -> None:
+        correlation_id = msg.subject[len(self.reply_prefix) :]
+        headers = msg.headers
+        if headers:
+            if ACK_HEADER in headers:
+                instance = headers[ACK_HEADER]
+                if is_name(instance):  # it names a subject to probe later: only a valid token
+                    self.pending.acknowledge(correlation_id, instance)
+                return
+            if is_no_responders(msg):
+                if not self._retry_while_settling(correlation_id):
+                    self.pending.resolve(correlation_id, NO_RESPONDERS)
+                return
+        if not self.pending.resolve(correlation_id, msg.data):
+            log.debug("late or unknown reply %s dropped", correlation_id)
+
+    # -- after a reconnect -------------------------------------------------------------
+
+    async def resend_unanswered(self) -> int:
+        """After a reconnect, send again every call still waiting for its reply.
+
+        A request or its reply may have died with the server the connection was on.
+        Calls an instance acknowledged go to that instance, which answers a repeat
+        from its reply cache instead of running it twice; the others go where they
+        went before. Returns how many were sent.
+        """
+        assert self._loop is not None
+        self._settling_until = self._loop.time() + SETTLING
+        sent = 0
+        for slot in self.pending.unanswered():
+            sent += await self._send_again(slot)
+        self.stats.resent += sent
+        if sent:
+            log.info("re-sent %d unanswered calls after reconnecting", sent)
+        return sent
+
+    async def _send_again(self, slot: Reply) -> bool:
+        """Publish a pending call's request again: to the instance holding it, if one said so."""
+        if slot.request is None or slot.local:
+            return False
+        data, reply, headers = slot.request
+        subject = self.link.subjects.instance(slot.instance) if slot.instance else slot.subject
+        try:
+            await self.link.publish(subject, data, reply=reply, headers=headers)
+        except A2AError as exc:
+            log.debug("sending %s again failed: %s", subject, exc)
+            return False
+        return True
+
+    def _retry_while_settling(self, correlation_id: str) -> bool:
+        """Right after a reconnect, "no responders" may only mean the callee is reconnecting too.
+
+        Within ``SETTLING`` seconds of a reconnect the request is sent again a little
+        later instead (its deadline still applies); True when a retry was scheduled.
+        """
+        loop = self._loop
+        slot = self.pending.get(correlation_id)
+        if loop is None or slot is None or slot.request is None or loop.time() >= self._settling_until:
+            return False
+
+        async def retry() -> None:
+            await anyio.sleep(0.1)
+            if correlation_id in self.pending:
+                await self._send_again(slot)
+
+        self._retries.spawn(retry())
+        return True
+
+    def on_permission_error(self, operation: str, subject: str) -> None:
+        """The server refused a publish or subscription: fail the calls it concerns at once."""
+        if operation.lower() == "publish":
+            refused = PermissionDenied(
+                f"the NATS server does not let this identity publish to {subject}",
+                details={"subject": subject},
+            )
+            if not self.pending.fail_subject(subject, refused):
+                log.error("NATS refused a publish to %s (permissions)", subject)
+        else:
+            log.error("NATS refused a subscription to %s (permissions): nothing will arrive there", subject)
+
+    # -- liveness of the instance holding a call -----------------------------------------
+
+    async def watch(self, *, probe_interval: float = 1.0) -> None:
+        """Fail calls whose acknowledged instance died, well before their deadline.
+
+        Every ``probe_interval`` seconds, each instance holding a call that has been out
+        for longer than that is probed; when the server reports no responders for it,
+        its calls end with AGENT_LOST. Runs until cancelled.
+        """
+        while True:
+            await anyio.sleep(probe_interval)
+            held = self.pending.acknowledged_before(anyio.current_time() - probe_interval)
+            for instance, correlation_ids in held.items():
+                if await self.probe(instance, timeout=probe_interval) is False:
+                    for correlation_id in correlation_ids:
+                        self.pending.resolve(
+                            correlation_id,
+                            AgentLost(
+                                f"{instance} stopped responding while handling the call",
+                                agent=instance,
+                                details={"instance": instance},
+                            ),
+                        )
+
+    async def probe(self, instance: str, *, timeout: float = 1.0) -> bool | None:
+        """True if ``instance`` answers, False if nobody serves it, None if unsure (timeout)."""
+        assert self._loop is not None
+        token = "probe-" + new_id()
+        slot = self.pending.open(token, self._loop, "")
+        try:
+            await self.link.publish(
+                self.link.subjects.instance(instance),
+                b"",
+                reply=self.reply_prefix + token,
+                headers={PROBE_HEADER: "1"},
+            )
+            with anyio.move_on_after(timeout):
+                outcome = await slot.future
+                return outcome is not NO_RESPONDERS
+        except A2AError:
+            return None
+        finally:
+            self.pending.close(token)
+        return None
+
+
+def _target_of(envelope: RequestEnvelope) -> str:
+    target = envelope.target_agent_id
+    return target if isinstance(target, str) else ",".join(target)

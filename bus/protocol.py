@@ -1,0 +1,79 @@
+"""The delivery protocol's vocabulary: control headers, timings and the cancel notice.
+
+A call is a request published with a reply subject of the calling runtime. Besides the
+reply itself, four control messages travel (each an empty body with one header):
+
+    callee -> caller   A2A-Ack: <instanceId>     on the reply subject of a call held for
+                                                 more than ACK_AFTER seconds
+    caller -> callee   A2A-Probe: 1              on the subject of the instance holding a call
+    callee -> caller   A2A-Alive: <instanceId>   the answer to a probe
+    caller -> all      CancelNotice              on ``a2a.<ns>.cancel`` when a call is withdrawn
+
+A dead instance has no subscription left, so a probe to it is answered by the server's
+"no responders" status, and the caller ends the call with AGENT_LOST.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+__all__ = [
+    "ACK_AFTER",
+    "ACK_HEADER",
+    "ALIVE_HEADER",
+    "DEADLINE",
+    "PROBE_HEADER",
+    "REPLY_CACHE_BYTES",
+    "REPLY_CACHE_SIZE",
+    "SETTLING",
+    "SHUTDOWN",
+    "SWEEP_EVERY",
+    "WITHDRAWN",
+    "CancelNotice",
+    "decode_cancel",
+    "encode_cancel",
+]
+
+ACK_HEADER = "A2A-Ack"
+PROBE_HEADER = "A2A-Probe"
+ALIVE_HEADER = "A2A-Alive"
+
+ACK_AFTER = 0.2
+"""Calls still in hand after this long are acknowledged to their callers, who then probe."""
+SWEEP_EVERY = 0.05
+"""How often a callee checks its held calls for acks and deadlines. The caller keeps the
+exact deadline; the callee stops work within this much of it."""
+SETTLING = 2.0
+"""After a reconnect, "no responders" within this many seconds is retried, not final."""
+REPLY_CACHE_SIZE = 4096
+"""Replies a callee keeps to answer a call sent again after a lost connection."""
+REPLY_CACHE_BYTES = 64 * 1024
+"""Larger replies are not kept; a repeat of such a call gets no answer from the cache."""
+
+# Why a callee stopped a handler; carried in the CANCELLED error's details.
+WITHDRAWN = "withdrawn"
+SHUTDOWN = "shutdown"
+DEADLINE = "deadline"
+
+
+class CancelNotice(msgspec.Struct, rename="camel"):
+    """Published on ``a2a.<ns>.cancel`` when a caller withdraws calls."""
+
+    correlation_ids: list[str]
+    reason: str = "cancelled"
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(CancelNotice)
+
+
+def encode_cancel(correlation_id: str) -> bytes:
+    return _encoder.encode(CancelNotice(correlation_ids=[correlation_id]))
+
+
+def decode_cancel(data: bytes) -> CancelNotice | None:
+    """The notice, or None when the bytes are not one."""
+    try:
+        return _decoder.decode(data)
+    except msgspec.MsgspecError:
+        return None
