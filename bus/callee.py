@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -49,8 +49,9 @@ __all__ = ["Deliver", "Endpoint", "Held"]
 
 log = logging.getLogger("a2a.bus")
 
-Deliver = Callable[[Message], Awaitable[None]]
-"""Where an endpoint hands each message that is neither a probe nor a repeat."""
+Deliver = Callable[[Message], None]
+"""Where an endpoint hands each message that is neither a probe nor a repeat; it must not
+block (the subscription's next message waits for it), so it hands work to a task."""
 
 
 class Held:
@@ -99,9 +100,11 @@ class Endpoint:
         """Reply subject -> the reply sent (None while in progress), to answer repeats."""
         self._subs: list[Subscription] = []
         self._local: list[str] = []
+        self._clock = time.monotonic
 
     async def open(self) -> None:
         """Subscribe: the agent's queue group, this instance, the agent's topics."""
+        self._clock = asyncio.get_running_loop().time
         subjects = self.link.subjects
         agent_subject, instance_subject = subjects.agent(self.agent), subjects.instance(self.instance_id)
         self._subs.append(await self.link.subscribe(agent_subject, self.on_message, queue=self.agent))
@@ -142,12 +145,12 @@ class Endpoint:
             replies[reply] = None
             if len(replies) > REPLY_CACHE_SIZE:
                 replies.popitem(last=False)
-        await self.deliver(msg)
+        self.deliver(msg)
 
     # -- held calls ----------------------------------------------------------------------
 
     def hold(self, correlation_id: str, reply: str, deadline: float, task: asyncio.Task[Any]) -> Held:
-        held = self.held[correlation_id] = Held(task, reply, asyncio.get_running_loop().time(), deadline)
+        held = self.held[correlation_id] = Held(task, reply, self._clock(), deadline)
         return held
 
     def release(self, correlation_id: str) -> None:
@@ -250,9 +253,13 @@ class Endpoint:
         await self._send(reply, self.link.encode(envelope))
 
     async def _send(self, reply: str, data: bytes) -> None:
-        if reply in self._replies:
-            self._replies[reply] = data if len(data) <= REPLY_CACHE_BYTES else b""
-        await self._publish(reply, data)
+        replies = self._replies
+        if reply in replies:
+            replies[reply] = data if len(data) <= REPLY_CACHE_BYTES else b""
+        try:
+            await self.link.publish(reply, data)
+        except A2AError as exc:
+            log.warning("%s: reply to %s lost: %s", self.instance_id, reply, exc)
 
     async def _publish(self, subject: str, data: bytes, headers: Mapping[str, str] | None = None) -> None:
         try:

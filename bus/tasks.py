@@ -30,6 +30,7 @@ class TaskSet:
 
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
 
     def __len__(self) -> int:
@@ -40,7 +41,9 @@ class TaskSet:
         if self.closed:
             coro.close()
             return
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
         context = contextvars.Context()
         if _EAGER:
             task = asyncio.Task(coro, loop=loop, context=context, eager_start=True)  # type: ignore[call-arg,unused-ignore]

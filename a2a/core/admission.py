@@ -2,55 +2,62 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from bus import codec
 from bus.errors import CycleDetected, UnknownAction
 from bus.limits import check_budget, check_cycle, check_depth, check_fan_out, check_hops, local_deadline
-from bus.wire import NotificationEnvelope, RequestEnvelope
+from bus.wire import PROTOCOL_VERSION, NotificationEnvelope, RequestEnvelope
 
 from ..delegation.policy import Policy
 from ..stores.history import HistoryStore, objective_key
 from .agent import Action, Agent
 
-__all__ = ["Admitted", "admit", "claim_stored"]
+__all__ = ["admit", "claim_stored", "params_of"]
 
 
-@dataclass(slots=True)
-class Admitted:
-    """A request that passed the checks: what to run, with what, until when."""
-
-    action: Action
-    params: dict[str, Any]
-    deadline: float
-
-
-def admit(agent: Agent, policy: Policy, env: RequestEnvelope | NotificationEnvelope, now: float) -> Admitted:
+def admit(
+    agent: Agent, policy: Policy, env: RequestEnvelope | NotificationEnvelope, now: float
+) -> tuple[Action, dict[str, Any], float]:
     """Version, hops, depth, cycle, fan-out, deadline, roster rights, action, budget and schema.
+
+    Returns the action to run, its parameters and the local deadline. Each check is
+    guarded by the cheap condition under which it can refuse, so a request that passes
+    costs a handful of comparisons (this runs for every message).
 
     Raises:
         A2AError: the first check that refuses the request.
     """
-    codec.ensure_supported_version(env)
     meta = env.metadata
-    check_hops(meta)
-    check_depth(meta)
-    check_cycle(meta, agent.name)
-    check_fan_out(meta)
+    if env.protocol_version != PROTOCOL_VERSION:
+        codec.ensure_supported_version(env)
+    if meta.hop_count > meta.max_hops:
+        check_hops(meta)
+    if meta.depth >= meta.max_depth:
+        check_depth(meta)
+    if meta.call_chain:
+        check_cycle(meta, agent.name)
+    if meta.fan_out is not None:
+        check_fan_out(meta)
     deadline = local_deadline(meta, now)
-    policy.admit(agent.name, env)
+    if meta.depth:
+        policy.admit(agent.name, env)  # a call from an agent: re-check the caller's rights
     name = env.payload.action
-    action = agent.resolve(name, notification=type(env) is NotificationEnvelope)
+    action = agent.actions.get(name) if type(env) is RequestEnvelope else None
     if action is None:
-        raise UnknownAction(
-            f"{agent.name} has no action {name!r}",
-            details={"action": name, "actions": sorted(agent.actions)},
-        )
-    check_budget(meta, action.estimated_tokens)
-    params = params_of(env)
+        action = agent.resolve(name, notification=type(env) is NotificationEnvelope)
+        if action is None:
+            raise UnknownAction(
+                f"{agent.name} has no action {name!r}",
+                details={"action": name, "actions": sorted(agent.actions)},
+            )
+    if meta.budget is not None:
+        check_budget(meta, action.estimated_tokens)
+    params = env.payload.parameters
+    if params is None:
+        params = params_of(env)
     action.validate(params)
-    return Admitted(action, params, deadline)
+    return action, params, deadline
 
 
 def params_of(env: RequestEnvelope | NotificationEnvelope) -> dict[str, Any]:

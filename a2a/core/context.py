@@ -39,6 +39,22 @@ class Context(Delegating):
     (tools, nested calls) never wider than its own.
     """
 
+    __slots__ = (
+        "_agent",
+        "_calls",
+        "_children",
+        "_instance_id",
+        "_lease",
+        "_reserved",
+        "action",
+        "deadline",
+        "params",
+        "request",
+        "services",
+        "tools_used",
+        "usage",
+    )
+
     def __init__(
         self,
         services: Services,

@@ -90,6 +90,8 @@ class _Scope(Protocol):
 class Delegating:
     """``delegate``, ``chain`` and ``fan_out`` of a handler context."""
 
+    __slots__ = ()
+
     async def delegate(
         self: _Scope,
         target: Target,

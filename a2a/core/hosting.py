@@ -40,8 +40,8 @@ from discovery.registry import InstanceState
 from transports import Message
 
 from ..stores.audit import callee_record
-from .admission import Admitted, admit, claim_stored
-from .agent import Agent
+from .admission import admit, claim_stored
+from .agent import Action, Agent
 from .calls import CallPath
 from .context import Context
 from .delegating import finish_delegation
@@ -99,6 +99,7 @@ class AgentHost:
         self._stats = HostStats()
         self._tasks = TaskSet()
         self._resources = AsyncExitStack()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- registry-facing state ---------------------------------------------------------
 
@@ -143,6 +144,7 @@ class AgentHost:
 
     async def start(self) -> None:
         """Enter the agent's lifespan, then start receiving."""
+        self._loop = asyncio.get_running_loop()
         if self.agent.lifespan is not None:
             await self._resources.enter_async_context(self.agent.lifespan())
         try:
@@ -175,30 +177,33 @@ class AgentHost:
 
     # -- receiving ---------------------------------------------------------------------------
 
-    async def deliver(self, msg: Message) -> None:
-        """Admit or refuse at once; handle in a task of its own."""
+    def deliver(self, msg: Message) -> None:
+        """Take a message into a task of its own, or refuse it at once when too many are in hand."""
         if self.accepted >= self._limit:
             self._stats.overloaded += 1
-            if msg.reply and self.endpoint is not None:
-                error = Overloaded(
-                    f"{self.instance_id} has {self.accepted} requests in hand; retry later",
-                    agent=self.agent.name,
-                )
-                await self.endpoint.fail(msg.reply, None, error)
+            if msg.reply:
+                self._tasks.spawn(self._refuse(msg))
             return
         self.accepted += 1
         self._tasks.spawn(self._handle(msg))
 
+    async def _refuse(self, msg: Message) -> None:
+        assert self.endpoint is not None
+        error = Overloaded(
+            f"{self.instance_id} has {self.accepted} requests in hand; retry later", agent=self.agent.name
+        )
+        await self.endpoint.fail(msg.reply, None, error)
+
     async def _handle(self, msg: Message) -> None:
+        """Decode, admit, run, reply, count and audit one message (the callee's hot path)."""
         services = self._services
         endpoint = self.endpoint
         assert endpoint is not None
         name = self.agent.name
         t0 = services.clock()
-        started = int(time.time() * 1000)
         try:
             env = codec.decode_envelope(msg.data)
-            if not isinstance(env, (RequestEnvelope, NotificationEnvelope)):
+            if type(env) is not RequestEnvelope and type(env) is not NotificationEnvelope:
                 raise InvalidEnvelope(
                     f"agents accept requests and notifications, not {env.__class__.__name__}",
                     details={"field": "type"},
@@ -216,7 +221,7 @@ class AgentHost:
             result: Any = None
             error: A2AError | None = None
             try:
-                admitted = admit(self.agent, services.policy, env, t0)
+                action, params, deadline = admit(self.agent, services.policy, env, t0)
                 lease = Lease(self.slots)
                 ctx = Context(
                     services,
@@ -224,12 +229,12 @@ class AgentHost:
                     agent=name,
                     instance_id=self.instance_id,
                     request=env,
-                    deadline=admitted.deadline,
-                    action=admitted.action.name,
-                    params=admitted.params,
+                    deadline=deadline,
+                    action=action.name,
+                    params=params,
                     lease=lease,
                 )
-                result = await self._run(ctx, admitted, lease, msg.reply, endpoint)
+                result = await self._run(ctx, action, deadline, lease, msg.reply, endpoint)
             except A2AError as exc:
                 error = exc.located(name, env.metadata.hop_count)
             except Exception as exc:  # a handler's own failure goes back as AGENT_ERROR
@@ -249,14 +254,17 @@ class AgentHost:
                     error = await endpoint.respond(msg.reply, env, result, usage)
                 else:
                     await endpoint.fail(msg.reply, env, error, usage)
-            self._count(error)
+            if error is None:
+                self._stats.handled += 1
+            else:
+                self._count(error)
             trace.ended(error, result)
-            services.audit.emit(
-                callee_record(env, name, self.instance_id, started, services.clock() - t0, error)
-            )
+            audit = services.audit
+            if audit.enabled:
+                audit.emit(callee_record(env, name, self.instance_id, services.clock() - t0, error))
 
     async def _run(
-        self, ctx: Context, admitted: Admitted, lease: Lease, reply: str, endpoint: Endpoint
+        self, ctx: Context, action: Action, deadline: float, lease: Lease, reply: str, endpoint: Endpoint
     ) -> Any:
         """Run the handler in this task, under the deadline, cancellable by withdraw and stop.
 
@@ -266,19 +274,19 @@ class AgentHost:
         whole runtime, which keeps propagating.
         """
         env = ctx.request
-        task = asyncio.current_task()
+        task = asyncio.current_task(self._loop)
         assert task is not None
         correlation_id = env.metadata.correlation_id
-        held = endpoint.hold(correlation_id, reply, admitted.deadline, task)
+        held = endpoint.hold(correlation_id, reply, deadline, task)
         history = self._services.history
         objective: str | None = None
         try:
             if history is not None and (env.user_id is not None or env.delegation is not None):
-                ttl_ms = max(1, int((admitted.deadline - self._services.clock()) * 1000))
+                ttl_ms = max(1, int((deadline - self._services.clock()) * 1000))
                 objective = await claim_stored(history, self.agent.name, env, ttl_ms)
             await lease.take()
             try:
-                result = await admitted.action.handler(ctx, admitted.params)
+                result = await action.handler(ctx, ctx.params)
             finally:
                 lease.give_up()
         except asyncio.CancelledError:
@@ -291,7 +299,7 @@ class AgentHost:
                     f"{self.instance_id} is shutting down", details={"reason": SHUTDOWN}
                 ) from None
             raise DeadlineExceeded(
-                f"{self.agent.name} did not finish {admitted.action.name!r} before the deadline"
+                f"{self.agent.name} did not finish {action.name!r} before the deadline"
             ) from None
         finally:
             endpoint.release(correlation_id)

@@ -22,12 +22,12 @@ from bus.handoff import ChatMessage
 from bus.ids import new_id
 from transports import Message
 
-from ..cli.timeline import timeline_table
 from ..core.runtime import Runtime
 from ..core.settings import Settings
 from ..dev.servers import NatsServer, RedisServer, die_with_parent
 from ..stores.audit import AuditRecord, decode_records
 from ..stores.history import Interaction
+from .timeline import timeline_table
 from .workspace import make_workspace
 
 __all__ = ["AGENT_PROCESSES", "ROSTER", "run_demo"]

@@ -8,6 +8,7 @@ messages are redacted before they are written; parameters and results never are.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -75,21 +76,22 @@ class AuditRecord(Wire):
 
 
 def callee_record(
-    env: Envelope, agent: str, instance: str, started_at: int, seconds: float, error: A2AError | None
+    env: Envelope, agent: str, instance: str, seconds: float, error: A2AError | None
 ) -> AuditRecord:
-    """The callee's record of a request it received."""
+    """The callee's record of a request it received and handled for ``seconds`` until now."""
     meta = env.metadata
     delegation = env.delegation
+    ended = time.time()
     return AuditRecord(
         request_id=meta.correlation_id,
         conversation_id=env.conversation_id,
         origin=env.source_agent_id,
         target=agent,
         action=env.payload.action,
-        outcome=outcome_of(error),
+        outcome=outcome_of(error) if error else "ok",
         side="callee",
-        started_at=started_at,
-        duration_ms=round(seconds * 1000, 3),
+        started_at=int((ended - seconds) * 1000),
+        duration_ms=int(seconds * 1_000_000) / 1000,
         hop=meta.hop_count,
         depth=meta.depth,
         instance=instance,
@@ -123,7 +125,7 @@ def caller_record(
         outcome=outcome_of(error),
         side="caller",
         started_at=meta.timestamp,
-        duration_ms=round(seconds * 1000, 3),
+        duration_ms=int(seconds * 1_000_000) / 1000,
         hop=hop,
         depth=meta.depth,
         instance=instance,

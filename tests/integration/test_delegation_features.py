@@ -222,3 +222,21 @@ async def test_history_command_shows_the_interactions(rt: Runtime, cluster: Sett
     assert out.returncode == 0, out.stderr
     stdout = out.stdout.decode()
     assert "user dave" in stdout and "hop_a → hop_b" in stdout and "summarize the bug" in stdout
+
+
+async def test_a_conversation_summary_travels_redacted_when_the_filter_asks_for_it(rt: Runtime) -> None:
+    conversation = await seed_conversation(rt, 6)
+    assert rt.history is not None
+    await rt.history.set_summary(conversation, "The user wants the parser fixed; mail jane.doe@example.com")
+    spec = {
+        "target": "hop_b",
+        "task": "Fix the parser.",
+        "context": {"last_messages": 1, "include_summary": True},
+        "max_context_tokens": 200,
+    }
+    response = await rt.call("hop_a", "delegate", spec, user_id="alice", conversation_id=conversation)
+    seen = received(response)
+    assert seen["summary"] == "The user wants the parser fixed; mail [EMAIL]"
+    spec["context"] = {"last_messages": 1}
+    response = await rt.call("hop_a", "delegate", spec, user_id="alice", conversation_id=conversation)
+    assert received(response)["summary"] is None

@@ -70,6 +70,27 @@ async def test_find_best_scores_mean_proficiency_over_the_required_capabilities(
     assert await registry.find_best_agent([]) is None
 
 
+async def test_find_agents_with_capability_returns_every_available_instance_best_first(
+    registry: Registry,
+) -> None:
+    await registry.register_many(
+        [
+            profile("a-1", {"code": 0.5}),
+            profile("b-1", {"code": 0.9, "text": 0.1}),
+            profile("c-1", {"code": 1.0}, status="busy"),
+            profile("d-1", {"text": 0.8}),
+        ]
+    )
+    found = await registry.find_agents_with_capability("code")
+    assert [p.agent_id for p in found] == ["b-1", "a-1"]
+    assert found[0].capabilities[0].proficiency == 0.9 and found[0].status == "available"
+    await registry.heartbeat([InstanceState("c-1", "available", 0, 10)])
+    assert [p.agent_id for p in await registry.find_agents_with_capability("code")] == ["c-1", "b-1", "a-1"]
+    await registry.deregister("b-1")
+    assert [p.agent_id for p in await registry.find_agents_with_capability("code")] == ["c-1", "a-1"]
+    assert await registry.find_agents_with_capability("nothing") == []
+
+
 async def test_busy_and_offline_instances_are_skipped_and_ties_go_to_the_lower_load(
     registry: Registry,
 ) -> None:

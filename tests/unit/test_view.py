@@ -75,3 +75,30 @@ def test_removal_and_replacement_keep_the_ranking_consistent() -> None:
         AgentProfile(agent_id="i-1", name="w", capabilities=[AgentCapability(id="y", proficiency=1.0)])
     )
     assert view.best(["x"]) is None and view.best(["y"]).agent_id == "i-1"  # type: ignore[union-attr]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    instances=st.lists(
+        st.tuples(
+            st.dictionaries(st.sampled_from("abc"), st.sampled_from([0.2, 0.5, 0.9, 1.0]), min_size=1),
+            st.sampled_from(STATUSES),
+            st.integers(0, 10),
+        ),
+        max_size=15,
+    ),
+    capability=st.sampled_from("abc"),
+)
+def test_find_agents_with_capability_lists_every_available_instance_best_first(
+    instances: list[tuple[dict[str, float], str, int]], capability: str
+) -> None:
+    view = view_of(instances)
+    found = view.find_agents_with_capability(capability)
+    expected = {
+        f"i-{i}"
+        for i, (caps, status, _) in enumerate(instances)
+        if capability in caps and status == "available"
+    }
+    assert {p.agent_id for p in found} == expected
+    proficiencies = [p.proficiencies()[capability] for p in found]
+    assert proficiencies == sorted(proficiencies, reverse=True)
