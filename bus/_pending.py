@@ -1,11 +1,13 @@
-"""Pending calls: correlationId -> the future its reply resolves."""
+"""Pending calls: correlationId -> the future its reply resolves, and the deadline it ends at."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import heapq
+from collections.abc import Callable, Mapping
 
 from .errors import A2AError
+from .tasks import loop_clock
 
 __all__ = ["NO_RESPONDERS", "TIMED_OUT", "Outcome", "PendingCalls", "Reply"]
 
@@ -34,12 +36,13 @@ class Reply:
     be sent again after the connection was lost.
     """
 
-    __slots__ = ("future", "instance", "local", "opened", "request", "subject")
+    __slots__ = ("deadline", "future", "instance", "local", "opened", "request", "subject")
 
-    def __init__(self, future: asyncio.Future[Outcome], opened: float, subject: str) -> None:
+    def __init__(self, future: asyncio.Future[Outcome], opened: float, deadline: float, subject: str) -> None:
         self.future = future
         self.instance: str | None = None
         self.opened = opened
+        self.deadline = deadline
         self.subject = subject
         self.request: tuple[bytes, str, Mapping[str, str] | None] | None = None
         self.local = False
@@ -47,17 +50,76 @@ class Reply:
 
 
 class PendingCalls:
-    """Open calls by correlationId. Every opened call must be closed (``finally``)."""
+    """Open calls by correlationId. Every opened call must be closed (``finally``).
+
+    A call that is still open at its deadline resolves to ``TIMED_OUT`` exactly then.
+    Deadlines are kept in one heap of ``(deadline, correlationId)`` tuples with a single
+    event-loop timer for the earliest, instead of a timer per call: an asyncio timer is a
+    Python object compared in Python on every heap operation, and arming and cancelling
+    one per call cost more than the rest of the caller's bookkeeping. Entries of calls
+    that ended are dropped when they reach the top, or all at once when they outnumber
+    the open calls.
+    """
 
     def __init__(self) -> None:
         self._slots: dict[str, Reply] = {}
+        self._deadlines: list[tuple[float, str]] = []
+        self._alarm: asyncio.TimerHandle | None = None
+        self._alarm_at = float("inf")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._clock: Callable[[], float] | None = None
         self.late_replies = 0
 
-    def open(self, correlation_id: str, loop: asyncio.AbstractEventLoop, subject: str) -> Reply:
-        if correlation_id in self._slots:
+    def open(
+        self, correlation_id: str, loop: asyncio.AbstractEventLoop, subject: str, timeout: float | None = None
+    ) -> Reply:
+        """Register a call; with ``timeout``, it resolves to ``TIMED_OUT`` that many seconds from now."""
+        slots = self._slots
+        if correlation_id in slots:
             raise ValueError(f"a call with correlationId {correlation_id!r} is already pending")
-        slot = self._slots[correlation_id] = Reply(loop.create_future(), loop.time(), subject)
+        clock = self._clock
+        if clock is None:
+            clock = self._clock = loop_clock(loop)
+        now = clock()
+        deadline = now + timeout if timeout is not None else float("inf")
+        slot = slots[correlation_id] = Reply(loop.create_future(), now, deadline, subject)
+        if timeout is not None:
+            deadlines = self._deadlines
+            heapq.heappush(deadlines, (deadline, correlation_id))
+            if deadline < self._alarm_at:
+                self._arm(loop, deadline)
+            elif len(deadlines) > 64 and len(deadlines) > 2 * len(slots):
+                self._deadlines = [entry for entry in deadlines if entry[1] in slots]
+                heapq.heapify(self._deadlines)
         return slot
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        if self._alarm is not None:
+            self._alarm.cancel()
+        self._loop = loop
+        self._alarm_at = when
+        self._alarm = loop.call_at(when, self._expire)
+
+    def _expire(self) -> None:
+        """The alarm: end every open call whose deadline has come, then wait for the next one."""
+        assert self._loop is not None
+        self._alarm = None
+        self._alarm_at = float("inf")
+        now = self._loop.time()
+        deadlines = self._deadlines
+        slots = self._slots
+        while deadlines:
+            deadline, correlation_id = deadlines[0]
+            slot = slots.get(correlation_id)
+            if slot is None or slot.deadline != deadline:
+                heapq.heappop(deadlines)  # that call ended already
+                continue
+            if deadline > now:
+                self._arm(self._loop, deadline)
+                return
+            heapq.heappop(deadlines)
+            if not slot.future.done():
+                slot.future.set_result(TIMED_OUT)
 
     def get(self, correlation_id: str) -> Reply | None:
         return self._slots.get(correlation_id)
@@ -99,6 +161,12 @@ class PendingCalls:
             if slot.instance is not None and slot.opened < when and not slot.future.done():
                 out.setdefault(slot.instance, []).append(correlation_id)
         return out
+
+    def aclose(self) -> None:
+        """Stop the alarm (the owner is closing)."""
+        if self._alarm is not None:
+            self._alarm.cancel()
+            self._alarm = None
 
     def __len__(self) -> int:
         return len(self._slots)

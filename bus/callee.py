@@ -11,9 +11,9 @@ seconds, stopped at its deadline, and stopped when its caller withdraws it.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -21,6 +21,7 @@ import msgspec
 
 from transports import Message, Subscription
 
+from .codec import encode_envelope
 from .errors import A2AError, AgentError, Cancelled, PayloadTooLarge
 from .ids import new_id
 from .link import Link
@@ -55,7 +56,10 @@ block (the subscription's next message waits for it), so it hands work to a task
 
 
 class Held:
-    """A call being handled: whom to answer, until when, and the task to stop."""
+    """A call being handled: whom to answer, until when, and the task to stop.
+
+    ``started`` and ``deadline`` are on the event loop's clock.
+    """
 
     __slots__ = ("acked", "deadline", "reason", "reply", "started", "task")
 
@@ -96,15 +100,13 @@ class Endpoint:
         """Calls received again (after a reconnect) and answered from the reply cache."""
         self.held: dict[str, Held] = {}
         self._runtime_replies = runtime_replies
-        self._replies: OrderedDict[str, bytes | None] = OrderedDict()
-        """Reply subject -> the reply sent (None while in progress), to answer repeats."""
+        self._replies: dict[str, bytes | None] = {}
+        """Reply subject -> the reply sent (None while in progress), to answer repeats; oldest first."""
         self._subs: list[Subscription] = []
         self._local: list[str] = []
-        self._clock = time.monotonic
 
     async def open(self) -> None:
         """Subscribe: the agent's queue group, this instance, the agent's topics."""
-        self._clock = asyncio.get_running_loop().time
         subjects = self.link.subjects
         agent_subject, instance_subject = subjects.agent(self.agent), subjects.instance(self.instance_id)
         self._subs.append(await self.link.subscribe(agent_subject, self.on_message, queue=self.agent))
@@ -143,15 +145,17 @@ class Endpoint:
                     await self._publish(reply, done)
                 return
             replies[reply] = None
-            if len(replies) > REPLY_CACHE_SIZE:
-                replies.popitem(last=False)
+            if len(replies) > REPLY_CACHE_SIZE + REPLY_CACHE_SIZE // 8:
+                # Forget the oldest eighth at once: cheaper than one eviction per message.
+                for old in list(itertools.islice(replies, REPLY_CACHE_SIZE // 8)):
+                    del replies[old]
         self.deliver(msg)
 
     # -- held calls ----------------------------------------------------------------------
 
-    def hold(self, correlation_id: str, reply: str, deadline: float, task: asyncio.Task[Any]) -> Held:
-        held = self.held[correlation_id] = Held(task, reply, self._clock(), deadline)
-        return held
+    def hold(self, correlation_id: str, held: Held) -> None:
+        """Track a call being handled: acknowledged while it lasts, stopped at its deadline or withdrawal."""
+        self.held[correlation_id] = held
 
     def release(self, correlation_id: str) -> None:
         self.held.pop(correlation_id, None)
@@ -197,11 +201,10 @@ class Endpoint:
             target_agent_id=request.source_agent_id,
             conversation_id=request.conversation_id,
             in_reply_to=request.message_id,
-            user_id=request.user_id,
             protocol_version=PROTOCOL_VERSION,
-            payload=Payload(action=request.payload.action, result=result, usage=usage),
+            payload=Payload(action=request.payload.action, result=result),
             metadata=Metadata(
-                timestamp=_now_ms(),
+                timestamp=int(time.time() * 1000),
                 correlation_id=meta.correlation_id,
                 hop_count=meta.hop_count,
                 max_hops=meta.max_hops,
@@ -210,16 +213,30 @@ class Endpoint:
                 priority=meta.priority,
             ),
         )
+        if request.user_id is not None:
+            response.user_id = request.user_id
+        if usage is not None:
+            response.payload.usage = usage
         error: A2AError
         try:
-            data = self.link.encode(response)
+            data = encode_envelope(response)
         except (TypeError, msgspec.EncodeError) as exc:
             error = AgentError(f"result of {request.payload.action!r} is not JSON-serialisable: {exc}")
-        except PayloadTooLarge as exc:
-            error = exc
         else:
-            await self._send(reply, data)
-            return None
+            limit = self.link.max_payload
+            if len(data) <= limit:
+                replies = self._replies
+                if reply in replies:  # kept to answer the call if it is sent again
+                    replies[reply] = data if len(data) <= REPLY_CACHE_BYTES else b""
+                try:
+                    await self.link.publish(reply, data)
+                except A2AError as exc:
+                    log.warning("%s: reply to %s lost: %s", self.instance_id, reply, exc)
+                return None
+            error = PayloadTooLarge(
+                f"envelope of {len(data)} bytes exceeds the {limit}-byte message limit",
+                details={"size": len(data), "limit": limit},
+            )
         error.located(self.agent, meta.hop_count)
         await self.fail(reply, request, error, usage)
         return error

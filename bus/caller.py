@@ -15,12 +15,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import anyio
-import msgspec
 
 from transports import Message, Subscription, is_no_responders
 
 from . import codec
-from ._pending import NO_RESPONDERS, TIMED_OUT, Outcome, PendingCalls, Reply
+from ._pending import NO_RESPONDERS, TIMED_OUT, PendingCalls, Reply
 from .errors import (
     A2AError,
     AgentLost,
@@ -56,11 +55,6 @@ class CallerStats:
     resent: int = 0
 
 
-def _expire(future: asyncio.Future[Outcome]) -> None:
-    if not future.done():
-        future.set_result(TIMED_OUT)
-
-
 class Caller:
     """Sends requests and matches replies to pending calls.
 
@@ -89,6 +83,7 @@ class Caller:
         self._sub = await self.link.subscribe(self.reply_prefix + "*", self.on_reply)
 
     async def aclose(self) -> None:
+        self.pending.aclose()
         await self._retries.aclose()
         if self._sub is not None:
             await self._sub.unsubscribe()
@@ -102,7 +97,10 @@ class Caller:
         timeout: float,
         headers: Mapping[str, str] | None = None,
     ) -> ResponseEnvelope:
-        """Send a copy of ``envelope`` stamped with this hop and the time left, and wait for the response.
+        """Send a request and wait for its response, ``timeout`` seconds at most.
+
+        The envelope is this hop's own: built for it with ``hopCount`` counting it and
+        ``ttlMs`` the time left (envelopes are values; a retry sends another one).
 
         Raises:
             A2AError: the callee's typed error, or NoResponders, AgentLost,
@@ -112,17 +110,13 @@ class Caller:
         told to stop, as it is when the call times out.
         """
         meta = envelope.metadata
-        stamped = msgspec.structs.replace(
-            meta, hop_count=meta.hop_count + 1, ttl_ms=max(0, int(timeout * 1000))
-        )
-        check_hops(stamped)
-        envelope = msgspec.structs.replace(envelope, metadata=stamped)
+        if meta.hop_count > meta.max_hops:
+            check_hops(meta)
         data = self.link.encode(envelope)
-        correlation_id = stamped.correlation_id
+        correlation_id = meta.correlation_id
         loop = self._loop
         assert loop is not None, "Caller.start() was not called"
-        slot = self.pending.open(correlation_id, loop, subject)
-        timer = loop.call_at(slot.opened + timeout, _expire, slot.future)
+        slot = self.pending.open(correlation_id, loop, subject, timeout)
         outcome: object = TIMED_OUT
         self.stats.requests += 1
         reply = self.reply_prefix + correlation_id
@@ -132,7 +126,6 @@ class Caller:
             await self.link.publish(subject, data, reply=reply, headers=headers)
             outcome = await slot.future
         finally:
-            timer.cancel()
             self.pending.close(correlation_id)
             if outcome is TIMED_OUT:
                 with anyio.CancelScope(shield=True):
@@ -142,13 +135,13 @@ class Caller:
         target = _target_of(envelope)
         if outcome is NO_RESPONDERS:
             self.stats.no_responders += 1
-            raise NoResponders(f"nobody serves {subject}", agent=target, hop=stamped.hop_count)
+            raise NoResponders(f"nobody serves {subject}", agent=target, hop=meta.hop_count)
         if isinstance(outcome, A2AError):
             self.stats.lost += 1
             raise outcome
         self.stats.timeouts += 1
         raise DeadlineExceeded(
-            f"no reply from {subject} within {timeout:.3f}s", agent=target, hop=stamped.hop_count
+            f"no reply from {subject} within {timeout:.3f}s", agent=target, hop=meta.hop_count
         )
 
     def _parse_reply(self, data: bytes, request: RequestEnvelope) -> ResponseEnvelope:

@@ -100,6 +100,10 @@ class LocalView:
         """
         if not capabilities:
             return None
+        if len(capabilities) == 1:
+            single = self._best_single(capabilities[0], exclude)
+            if single is not None:
+                return single
         excluded = set(exclude)
         now = time.monotonic()
         ranked = [self._ranked.get(cap, []) for cap in capabilities]
@@ -129,6 +133,31 @@ class LocalView:
                 break
             depth += 1
         return chosen or self._least_loaded_busy(capabilities, excluded, now)
+
+    def _best_single(self, capability: str, exclude: Iterable[str]) -> ViewEntry | None:
+        """The common case of one capability: walk its ranked list, best proficiency first.
+
+        Among available live instances of the highest proficiency, the least loaded wins;
+        the walk stops at the first lower proficiency once one is found. None when no
+        available instance has it (the general search then looks at busy ones).
+        """
+        now = time.monotonic()
+        chosen: ViewEntry | None = None
+        chosen_load = 0.0
+        top = 0.0
+        for neg_proficiency, agent_id in self._ranked.get(capability, ()):
+            if chosen is not None and neg_proficiency != top:
+                break
+            if neg_proficiency >= 0.0 or agent_id in exclude:
+                continue  # proficiency 0 never matches
+            entry = self._entries[agent_id]
+            profile = entry.profile
+            if profile.status != "available" or not self._is_live(entry, now):
+                continue
+            load = profile.load / profile.capacity if profile.capacity > 0 else 0.0
+            if chosen is None or load < chosen_load:
+                chosen, chosen_load, top = entry, load, neg_proficiency
+        return chosen
 
     def find_agents_with_capability(self, capability: str) -> list[AgentProfile]:
         """Every live, available instance offering ``capability``, best proficiency first."""

@@ -39,7 +39,8 @@ def admit(
         check_cycle(meta, agent.name)
     if meta.fan_out is not None:
         check_fan_out(meta)
-    deadline = local_deadline(meta, now)
+    ttl_ms = meta.ttl_ms
+    deadline = now + ttl_ms / 1000.0 if ttl_ms else local_deadline(meta, now)  # raises when none is left
     if meta.depth:
         policy.admit(agent.name, env)  # a call from an agent: re-check the caller's rights
     name = env.payload.action
@@ -56,7 +57,8 @@ def admit(
     params = env.payload.parameters
     if params is None:
         params = params_of(env)
-    action.validate(params)
+    if action.input_schema is not None:
+        action.validate(params)
     return action, params, deadline
 
 

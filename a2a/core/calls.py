@@ -69,6 +69,8 @@ class CallPath:
         self.services = services
         self.settings = settings
         self.view = view
+        self._caller = bus.caller
+        self._subjects = bus.subjects
         self._objectives: set[str] = set()
 
     async def request(
@@ -90,94 +92,118 @@ class CallPath:
     ) -> ResponseEnvelope:
         """Send one request and return its response.
 
+        This is the caller's hot path, written flat (one coroutine from here to the bus):
+        the envelope is built once with this hop counted and the time left, each check
+        runs only under the condition in which it can refuse, and a retry on another
+        instance sends a copy of the envelope with the new target.
+
         Raises:
             A2AError: the typed error the call ended with, located at the agent and hop
                 where it happened.
         """
         route = as_route(target)
-        t0 = self.services.clock()
+        services = self.services
+        clock = services.clock
+        t0 = clock()
         limit = self.settings.default_timeout if timeout is None else timeout
         if parent is not None:
             limit = min(limit, parent.deadline - t0)
         meta = self._metadata(
             parent,
-            timeout=max(limit, 0.0),
+            timeout=limit if limit > 0 else 0.0,
             priority=priority,
             budget=budget,
             nested=grants.allow_nested_calls if grants is not None else True,
             fan_out=fan_out,
             correlation_id=correlation_id,
         )
+        source = parent.agent if parent is not None else self.settings.client_name
         env = RequestEnvelope(
             message_id=new_id(),
-            source_agent_id=parent.agent if parent is not None else self.settings.client_name,
+            source_agent_id=source,
             target_agent_id=route.agent or str(route),
             conversation_id=parent.request.conversation_id if parent else (conversation_id or new_id()),
-            user_id=parent.request.user_id if parent else user_id,
-            required_capabilities=list(route.capabilities) or None,
             protocol_version=PROTOCOL_VERSION,
             payload=Payload(action=action, parameters=params),
             metadata=meta,
-            grants=grants,
-            delegation=delegation,
         )
-        with self.services.telemetry.call(env, str(route)) as trace:
-            try:
-                response = await self._dispatch(env, route, t0, limit, trace)
-            except A2AError as exc:
-                trace.ended(exc)
-                raise
-            trace.ended(None, response.payload.result)
-            return response
-
-    async def _dispatch(
-        self, env: RequestEnvelope, route: Route, t0: float, limit: float, trace: Any
-    ) -> ResponseEnvelope:
-        """Route, check and send a built request, trying another instance when one is gone."""
-        clock = self.services.clock
-        meta = env.metadata
-        caller = env.source_agent_id if meta.depth > 0 else None
+        if parent is not None:
+            env.user_id = parent.request.user_id
+        elif user_id is not None:
+            env.user_id = user_id
+        if route.capabilities:
+            env.required_capabilities = list(route.capabilities)
+        if grants is not None:
+            env.grants = grants
+        if delegation is not None:
+            env.delegation = delegation
+        hop = meta.hop_count - 1  # the caller's own hop: where a refusal here happened
         instance: str | None = None
         objective: str | None = None
-        sent = False
+        sent = False  # the current attempt reached the bus (its hop counts)
+        attempts = 0
+        trace = services.telemetry.call(env, route)
         try:
-            if limit <= 0:
-                raise DeadlineExceeded("no time left for this call: the parent's deadline has passed")
-            check_depth(meta)
-            deadline = t0 + limit
-            tried: set[str] = set()
-            if route.capabilities:
-                await self._view_ready(deadline)
-            while True:
-                subject, name, instance = self._resolve(route, tried)
-                if name != env.target_agent_id:
-                    env = msgspec.structs.replace(env, target_agent_id=name)
-                self.services.policy.check_call(caller, name)
-                check_cycle(meta, name)
-                if env.delegation is not None and env.delegation.objective and objective is None:
-                    objective = self._start_objective(env, name)
-                headers = trace.sending(subject, name)
-                sent = True
-                try:
-                    return await self.bus.request(subject, env, timeout=deadline - clock(), headers=headers)
-                except NoResponders:
-                    if instance is None or len(tried) + 1 >= ROUTE_ATTEMPTS or self.view is None:
-                        raise
-                    # The chosen instance died since the view last heard of it: try the next best.
-                    self.view.remove(instance)
-                    tried.add(instance)
-        except A2AError as exc:
-            hop = meta.hop_count + 1 if sent else meta.hop_count
-            exc.located(str(env.target_agent_id) if exc.remote else env.source_agent_id, hop)
-            if not exc.remote:
-                elapsed = clock() - t0
-                self.services.audit.emit(
-                    caller_record(env, route.capabilities, instance, elapsed, exc, meta.hop_count + 1)
-                )
-            raise
+            try:
+                if limit <= 0:
+                    raise DeadlineExceeded("no time left for this call: the parent's deadline has passed")
+                if meta.depth >= meta.max_depth:
+                    check_depth(meta)
+                deadline = t0 + limit
+                tried: set[str] = set()
+                if route.capabilities and self.view is not None and not self.view.ready.is_set():
+                    await self._view_ready(deadline)
+                while True:
+                    if route.agent is not None:
+                        name = route.agent
+                        subject = self._subjects.agent(name)
+                    else:
+                        subject, name, instance = self._resolve(route, tried)
+                        if attempts:
+                            env = msgspec.structs.replace(env, target_agent_id=name)
+                        else:  # not sent yet: still this call's own envelope
+                            env.target_agent_id = name
+                    if meta.depth:
+                        services.policy.check_call(source, name)
+                    if name in meta.call_chain:
+                        check_cycle(meta, name)
+                    if delegation is not None and delegation.objective and objective is None:
+                        objective = self._start_objective(env, name)
+                    headers = trace.sending(subject, name)
+                    left = deadline - clock()
+                    if attempts:  # another attempt: its own envelope, with the time now left
+                        meta = msgspec.structs.replace(meta, ttl_ms=max(0, int(left * 1000)))
+                        env = msgspec.structs.replace(env, metadata=meta)
+                    attempts += 1
+                    sent = True
+                    try:
+                        response = await self._caller.request(subject, env, timeout=left, headers=headers)
+                        break
+                    except NoResponders:
+                        if instance is None or len(tried) + 1 >= ROUTE_ATTEMPTS or self.view is None:
+                            raise
+                        # The chosen instance died since the view last heard of it: try the next best.
+                        self.view.remove(instance)
+                        tried.add(instance)
+                        sent = False
+            except A2AError as exc:
+                if sent:
+                    exc.located(str(env.target_agent_id) if exc.remote else source, hop + 1)
+                else:
+                    exc.agent, exc.hop = exc.agent or source, hop
+                if not exc.remote:
+                    services.audit.emit(
+                        caller_record(env, route.capabilities, instance, clock() - t0, exc, hop + 1)
+                    )
+                trace.ended(exc)
+                raise
+            finally:
+                if objective is not None:
+                    self._objectives.discard(objective)
+            trace.ended(None, response.payload.result)
+            return response
         finally:
-            if objective is not None:
-                self._objectives.discard(objective)
+            trace.close()
 
     def _metadata(
         self,
@@ -190,21 +216,25 @@ class CallPath:
         fan_out: int | None = None,
         correlation_id: str | None = None,
     ) -> Metadata:
-        """A new request's metadata: fresh for a call from outside, inherited from its parent otherwise."""
+        """A new request's metadata, counting its hop: fresh for a call from outside, inherited otherwise."""
         now = int(time.time() * 1000)
         ttl_ms = int(timeout * 1000)
         if parent is None:
             s = self.settings
-            return Metadata(
+            meta = Metadata(
                 timestamp=now,
                 correlation_id=correlation_id or new_id(),
+                hop_count=1,
                 max_hops=s.max_hops,
                 max_depth=s.max_depth,
-                priority=priority or "normal",
                 ttl_ms=ttl_ms,
                 deadline=now + ttl_ms,
-                budget=budget,
             )
+            if priority is not None:
+                meta.priority = priority
+            if budget is not None:
+                meta.budget = budget
+            return meta
         pm = parent.request.metadata
         rules = parent.rules
         depth = pm.depth + 1
@@ -216,7 +246,7 @@ class CallPath:
         return Metadata(
             timestamp=now,
             correlation_id=correlation_id or new_id(),
-            hop_count=pm.hop_count,
+            hop_count=pm.hop_count + 1,
             max_hops=pm.max_hops,
             priority=priority or pm.priority,
             ttl_ms=ttl_ms,
@@ -243,10 +273,10 @@ class CallPath:
         return key
 
     async def _view_ready(self, deadline: float) -> None:
-        view = self.view
-        if view is not None and not view.ready.is_set():
-            with anyio.move_on_after(min(VIEW_READY_WAIT, max(0.0, deadline - self.services.clock()))):
-                await view.ready.wait()
+        """Wait (a little) for the registry view's first snapshot."""
+        assert self.view is not None
+        with anyio.move_on_after(min(VIEW_READY_WAIT, max(0.0, deadline - self.services.clock()))):
+            await self.view.ready.wait()
 
     def _resolve(self, route: Route, tried: set[str]) -> tuple[str, str, str | None]:
         """Subject, agent name and (for registry routing) instance id of a route."""
@@ -286,6 +316,6 @@ class CallPath:
             user_id=parent.request.user_id if parent else user_id,
             protocol_version=PROTOCOL_VERSION,
             payload=Payload(action=topic, parameters=params),
-            metadata=msgspec.structs.replace(meta, hop_count=meta.hop_count + 1),
+            metadata=meta,
         )
         await self.bus.publish(self.bus.subjects.notify(topic), env)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from bus.errors import A2AError, BudgetExceeded, FanOutExceeded, PermissionDenied
@@ -17,7 +18,7 @@ from .route import Target
 from .services import Services
 from .slots import Lease
 
-__all__ = ["Context"]
+__all__ = ["Context", "Instance"]
 
 
 def _narrow(inherited: list[str] | None, requested: Sequence[str] | None) -> list[str] | None:
@@ -30,6 +31,16 @@ def _narrow(inherited: list[str] | None, requested: Sequence[str] | None) -> lis
     return [t for t in inherited if t in allowed]
 
 
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """What every context of one hosted instance shares."""
+
+    services: Services
+    calls: CallPath
+    agent: str
+    instance_id: str
+
+
 class Context(Delegating):
     """The handling of one request (or notification) by one agent instance.
 
@@ -40,36 +51,27 @@ class Context(Delegating):
     """
 
     __slots__ = (
-        "_agent",
-        "_calls",
         "_children",
-        "_instance_id",
+        "_instance",
         "_lease",
         "_reserved",
         "action",
         "deadline",
         "params",
         "request",
-        "services",
         "tools_used",
         "usage",
     )
 
     def __init__(
         self,
-        services: Services,
-        calls: CallPath,
-        *,
-        agent: str,
-        instance_id: str,
+        instance: Instance,
         request: RequestEnvelope | NotificationEnvelope,
         deadline: float,
         action: str,
         params: dict[str, Any],
         lease: Lease | None = None,
     ) -> None:
-        self.services = services
-        """The runtime's shared services (policy, history, redactor, ...), read-only."""
         self.request = request
         self.deadline = deadline
         self.action = action
@@ -79,9 +81,7 @@ class Context(Delegating):
         self.usage = TokenUsage()
         """Tokens this handler and its settled children used; reported back with the result."""
         self.tools_used: list[str] = []
-        self._agent = agent
-        self._instance_id = instance_id
-        self._calls = calls
+        self._instance = instance
         self._lease = lease
         self._reserved = 0
         self._children = 0
@@ -89,12 +89,17 @@ class Context(Delegating):
     # -- what this request is -------------------------------------------------------------
 
     @property
+    def services(self) -> Services:
+        """The runtime's shared services (policy, history, redactor, ...), read-only."""
+        return self._instance.services
+
+    @property
     def agent(self) -> str:
-        return self._agent
+        return self._instance.agent
 
     @property
     def instance_id(self) -> str:
-        return self._instance_id
+        return self._instance.instance_id
 
     @property
     def user_id(self) -> str | None:
@@ -118,7 +123,7 @@ class Context(Delegating):
 
     @property
     def rules(self) -> AgentRules:
-        return self.services.policy.rules(self._agent)
+        return self.services.policy.rules(self.agent)
 
     @property
     def thread_id(self) -> str | None:
@@ -154,7 +159,7 @@ class Context(Delegating):
             PermissionDenied: the roster does not give the agent the tool, its mode
                 forbids it, or a caller up the chain narrowed the call's tools.
         """
-        self.services.policy.authorize_tool(self._agent, tool, self.request.grants)
+        self.services.policy.authorize_tool(self.agent, tool, self.request.grants)
         if tool not in self.tools_used:
             self.tools_used.append(tool)
 
@@ -170,7 +175,7 @@ class Context(Delegating):
         left = self.budget_left
         if left is not None and left < 0:
             raise BudgetExceeded(
-                f"{self._agent} used {self.usage.total} tokens of a "
+                f"{self.agent} used {self.usage.total} tokens of a "
                 f"{self.request.metadata.budget}-token budget",
                 details={"used": self.usage.total, "budget": self.request.metadata.budget},
             )
@@ -234,7 +239,7 @@ class Context(Delegating):
 
     async def notify(self, topic: str, params: dict[str, Any] | None = None) -> None:
         """Publish a notification on ``topic``; no reply is awaited."""
-        await self._calls.notify(topic, params, parent=self)
+        await self._instance.calls.notify(topic, params, parent=self)
 
     def _child_grants(self, allowed_tools: Sequence[str] | None, allow_nested_calls: bool) -> Grants | None:
         inherited = self.request.grants.allowed_tools if self.request.grants else None
@@ -258,15 +263,15 @@ class Context(Delegating):
     ) -> ResponseEnvelope:
         if self.request.grants is not None and not self.request.grants.allow_nested_calls:
             raise PermissionDenied(
-                f"{self._agent} may not delegate further: its caller disallowed nested calls",
-                agent=self._agent,
+                f"{self.agent} may not delegate further: its caller disallowed nested calls",
+                agent=self.agent,
                 hop=self.hop,
             )
         limit = self.rules.max_fan_out
         if self._children >= limit:
             raise FanOutExceeded(
-                f"{self._agent} already has {self._children} delegates in flight; the limit is {limit}",
-                agent=self._agent,
+                f"{self.agent} already has {self._children} delegates in flight; the limit is {limit}",
+                agent=self.agent,
                 hop=self.hop,
                 details={"fanOut": self._children + 1, "maxFanOut": limit},
             )
@@ -277,7 +282,7 @@ class Context(Delegating):
         # calling each other never starve one another.
         lent = self._lease is not None and self._lease.give_up()
         try:
-            response = await self._calls.request(
+            response = await self._instance.calls.request(
                 target,
                 action,
                 params,

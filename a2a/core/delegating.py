@@ -46,11 +46,12 @@ __all__ = ["Delegating", "finish_delegation"]
 class _Scope(Protocol):
     """What delegation needs of the handler context it runs in."""
 
-    services: Services
     request: RequestEnvelope | NotificationEnvelope
     tools_used: list[str]
     _children: int
 
+    @property
+    def services(self) -> Services: ...
     @property
     def agent(self) -> str: ...
     @property

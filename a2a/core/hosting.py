@@ -41,9 +41,9 @@ from transports import Message
 
 from ..stores.audit import callee_record
 from .admission import admit, claim_stored
-from .agent import Action, Agent
+from .agent import Agent
 from .calls import CallPath
-from .context import Context
+from .context import Context, Instance
 from .delegating import finish_delegation
 from .services import Services
 from .slots import Lease, Slots
@@ -92,12 +92,12 @@ class AgentHost:
         self.endpoint: Endpoint | None = None
         self._bus = bus
         self._services = services
-        self._calls = calls
         self._runtime_id = runtime_id
         self._on_state = on_state
         self._limit = agent.max_concurrency + agent.max_queue
         self._stats = HostStats()
         self._tasks = TaskSet()
+        self._instance = Instance(services, calls, agent.name, self.instance_id)
         self._resources = AsyncExitStack()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -195,7 +195,15 @@ class AgentHost:
         await self.endpoint.fail(msg.reply, None, error)
 
     async def _handle(self, msg: Message) -> None:
-        """Decode, admit, run, reply, count and audit one message (the callee's hot path)."""
+        """Decode, admit, run, reply, count and audit one message: the callee's hot path.
+
+        This runs once per message, so it is written flat: no helper coroutine per step,
+        each check guarded by the condition under which it can refuse, a slot taken without
+        awaiting when one is free. The handler runs in this task under the call's deadline.
+        Cancellation is the task's own (``Task.cancel``, by the endpoint, with the reason on
+        the held call) rather than a cancel scope, which would cost more than the rest of
+        the handling; a cancellation without our reason (the runtime closing) propagates.
+        """
         services = self._services
         endpoint = self.endpoint
         assert endpoint is not None
@@ -216,25 +224,38 @@ class AgentHost:
                 await endpoint.fail(msg.reply, None, refusal)
             log.warning("%s: refused undecodable message on %s: %s", self.instance_id, msg.subject, refusal)
             return
-        with services.telemetry.handle(env, msg.headers, name, self.instance_id) as trace:
+        reply = msg.reply
+        correlation_id = env.metadata.correlation_id
+        history = services.history
+        trace = services.telemetry.handle(env, msg.headers, name, self.instance_id)
+        try:
             ctx: Context | None = None
+            held: Lease | None = None
+            objective: str | None = None
             result: Any = None
             error: A2AError | None = None
             try:
                 action, params, deadline = admit(self.agent, services.policy, env, t0)
-                lease = Lease(self.slots)
-                ctx = Context(
-                    services,
-                    self._calls,
-                    agent=name,
-                    instance_id=self.instance_id,
-                    request=env,
-                    deadline=deadline,
-                    action=action.name,
-                    params=params,
-                    lease=lease,
-                )
-                result = await self._run(ctx, action, deadline, lease, msg.reply, endpoint)
+                task = asyncio.current_task(self._loop)
+                assert task is not None
+                held = Lease(self.slots, task, reply, t0, deadline)
+                endpoint.hold(correlation_id, held)
+                ctx = Context(self._instance, env, deadline, action.name, params, held)
+                if history is not None and (env.user_id is not None or env.delegation is not None):
+                    ttl_ms = max(1, int((deadline - services.clock()) * 1000))
+                    objective = await claim_stored(history, name, env, ttl_ms)
+                if not held.take_nowait():
+                    await held.take()
+                try:
+                    result = await action.handler(ctx, params)
+                finally:
+                    held.give_up()
+                if env.delegation is not None:
+                    result = await finish_delegation(services, name, env, result, ctx.tools_used)
+            except asyncio.CancelledError:
+                if held is None or held.reason is None or held.task.uncancel() > 0:
+                    raise  # not ours (the runtime is closing): keep cancelling
+                error = self._stopped(held.reason, env).located(name, env.metadata.hop_count)
             except A2AError as exc:
                 error = exc.located(name, env.metadata.hop_count)
             except Exception as exc:  # a handler's own failure goes back as AGENT_ERROR
@@ -247,13 +268,18 @@ class AgentHost:
                 )
                 error = AgentError(str(exc) or type(exc).__name__).located(name, env.metadata.hop_count)
             finally:
+                if held is not None:
+                    endpoint.release(correlation_id)
+                if objective is not None and history is not None:
+                    with anyio.CancelScope(shield=True), contextlib.suppress(A2AError):
+                        await history.finish_objective(objective, correlation_id)
                 self.accepted -= 1
-            if msg.reply and type(env) is RequestEnvelope:
+            if reply and type(env) is RequestEnvelope:
                 usage = ctx.usage if ctx is not None and ctx.usage.total else None
                 if error is None:
-                    error = await endpoint.respond(msg.reply, env, result, usage)
+                    error = await endpoint.respond(reply, env, result, usage)
                 else:
-                    await endpoint.fail(msg.reply, env, error, usage)
+                    await endpoint.fail(reply, env, error, usage)
             if error is None:
                 self._stats.handled += 1
             else:
@@ -262,53 +288,18 @@ class AgentHost:
             audit = services.audit
             if audit.enabled:
                 audit.emit(callee_record(env, name, self.instance_id, services.clock() - t0, error))
-
-    async def _run(
-        self, ctx: Context, action: Action, deadline: float, lease: Lease, reply: str, endpoint: Endpoint
-    ) -> Any:
-        """Run the handler in this task, under the deadline, cancellable by withdraw and stop.
-
-        Cancellation is the task's own (``Task.cancel``, by the endpoint) rather than a cancel
-        scope: a cancel scope per request costs more than the rest of the handling together.
-        The reason recorded on the held call tells our cancellations from a shutdown of the
-        whole runtime, which keeps propagating.
-        """
-        env = ctx.request
-        task = asyncio.current_task(self._loop)
-        assert task is not None
-        correlation_id = env.metadata.correlation_id
-        held = endpoint.hold(correlation_id, reply, deadline, task)
-        history = self._services.history
-        objective: str | None = None
-        try:
-            if history is not None and (env.user_id is not None or env.delegation is not None):
-                ttl_ms = max(1, int((deadline - self._services.clock()) * 1000))
-                objective = await claim_stored(history, self.agent.name, env, ttl_ms)
-            await lease.take()
-            try:
-                result = await action.handler(ctx, ctx.params)
-            finally:
-                lease.give_up()
-        except asyncio.CancelledError:
-            if held.reason is None or task.uncancel() > 0:
-                raise  # not ours (the runtime is closing): keep cancelling
-            if held.reason == WITHDRAWN:
-                raise Cancelled("the caller withdrew the call", details={"reason": WITHDRAWN}) from None
-            if held.reason == SHUTDOWN:
-                raise Cancelled(
-                    f"{self.instance_id} is shutting down", details={"reason": SHUTDOWN}
-                ) from None
-            raise DeadlineExceeded(
-                f"{self.agent.name} did not finish {action.name!r} before the deadline"
-            ) from None
         finally:
-            endpoint.release(correlation_id)
-            if objective is not None and history is not None:
-                with anyio.CancelScope(shield=True), contextlib.suppress(A2AError):
-                    await history.finish_objective(objective, correlation_id)
-        if env.delegation is not None:
-            return await finish_delegation(self._services, self.agent.name, env, result, ctx.tools_used)
-        return result
+            trace.close()
+
+    def _stopped(self, reason: str, env: RequestEnvelope | NotificationEnvelope) -> A2AError:
+        """The error a handler this endpoint stopped ends with."""
+        if reason == WITHDRAWN:
+            return Cancelled("the caller withdrew the call", details={"reason": WITHDRAWN})
+        if reason == SHUTDOWN:
+            return Cancelled(f"{self.instance_id} is shutting down", details={"reason": SHUTDOWN})
+        return DeadlineExceeded(
+            f"{self.agent.name} did not finish {env.payload.action!r} before the deadline"
+        )
 
     def _count(self, error: A2AError | None) -> None:
         outcome = outcome_of(error)

@@ -24,6 +24,7 @@ import anyio
 
 from bus import Bus
 from bus.errors import DeadlineExceeded, NoCapableAgent, Unavailable
+from bus.tasks import loop_clock
 from bus.wire import Priority, ResponseEnvelope
 from discovery import LocalView, Registry
 from transports import MessageHandler, Subscription, Transport, TransportError
@@ -129,7 +130,7 @@ class Runtime:
 
     async def _open(self, stack: AsyncExitStack) -> None:
         s = self.settings
-        clock = asyncio.get_running_loop().time
+        clock = loop_clock(asyncio.get_running_loop())  # deadlines are on the event loop's clock
         stack.push_async_callback(_shielded, self.telemetry.aclose)
         if self._transport is None:
             try:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from typing import Any
+
+from bus.callee import Held
 
 __all__ = ["Lease", "Slots"]
 
@@ -39,11 +42,17 @@ class Slots:
             if self._on_change is not None:
                 self._on_change(busy)
 
-    async def acquire(self) -> None:
+    def try_acquire(self) -> bool:
+        """Take a free slot if there is one, without waiting."""
         if self.used < self.capacity and not self._waiters:
             self.used += 1
             if self.used >= self.capacity:
                 self._changed()
+            return True
+        return False
+
+    async def acquire(self) -> None:
+        if self.try_acquire():
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(future)
@@ -70,27 +79,43 @@ class Slots:
             self._changed()
 
 
-class Lease:
-    """One handler's hold on a slot, which it lends out while it waits on another agent.
+class Lease(Held):
+    """A call this instance holds: its slot, which the handler lends out while it waits on
+    another agent (so agents calling each other never starve one another), and what the
+    endpoint needs to acknowledge and stop it (see :class:`bus.Held`).
 
-    A handler waiting for a call it made releases its slot, so agents calling each other
-    never starve one another; it takes a slot again before it goes on.
+    One object per request serves both, as it is made for every message.
     """
 
-    __slots__ = ("held", "slots")
+    __slots__ = ("has_slot", "slots")
 
-    def __init__(self, slots: Slots) -> None:
+    def __init__(
+        self, slots: Slots, task: asyncio.Task[Any], reply: str, started: float, deadline: float
+    ) -> None:
+        # Held's fields, set here rather than through super().__init__: one frame less per request.
+        self.task = task
+        self.reply = reply
+        self.started = started
+        self.deadline = deadline
+        self.acked = False
+        self.reason: str | None = None
         self.slots = slots
-        self.held = False
+        self.has_slot = False
 
     async def take(self) -> None:
-        await self.slots.acquire()
-        self.held = True
+        if not self.slots.try_acquire():
+            await self.slots.acquire()
+        self.has_slot = True
+
+    def take_nowait(self) -> bool:
+        """Take a free slot without waiting; False when the handler has to wait (:meth:`take`)."""
+        self.has_slot = self.slots.try_acquire()
+        return self.has_slot
 
     def give_up(self) -> bool:
         """Release the slot if this lease holds it; True when it did."""
-        if not self.held:
+        if not self.has_slot:
             return False
-        self.held = False
+        self.has_slot = False
         self.slots.release()
         return True

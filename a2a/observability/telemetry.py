@@ -47,15 +47,14 @@ _PAYLOAD_LIMIT = 4096
 
 
 class Trace:
-    """One call's or one handled message's telemetry. This base does nothing (telemetry off)."""
+    """One call's or one handled message's telemetry, started when made. This base does nothing.
+
+    Used without ``with`` on purpose: in a coroutine on the hot path a ``with`` block costs
+    several times the calls it makes. The owner calls :meth:`ended` with the outcome and
+    :meth:`close` in a ``finally`` (it ends a trace that never got an outcome, as cancelled).
+    """
 
     __slots__ = ()
-
-    def __enter__(self) -> Trace:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
     def sending(self, subject: str, target: str) -> dict[str, str] | None:
         """The call is about to go to ``target`` on ``subject``: the headers that carry the trace."""
@@ -63,6 +62,9 @@ class Trace:
 
     def ended(self, error: A2AError | None, result: Any = None) -> None:
         """The call or handling ended with ``result`` or ``error``."""
+
+    def close(self) -> None:
+        """Finish the trace (idempotent)."""
 
 
 NO_TRACE = Trace()
@@ -151,11 +153,11 @@ class Telemetry:
 
     # -- per call / per handled message --------------------------------------------------
 
-    def call(self, env: Envelope, target: str) -> Trace:
-        """The trace of one outgoing call (a no-op when telemetry is off)."""
+    def call(self, env: Envelope, target: object) -> Trace:
+        """The trace of one outgoing call to ``target`` (a route; a no-op when telemetry is off)."""
         if not (self.tracing or self.metrics):
             return NO_TRACE
-        return _CallTrace(self, env, target)
+        return _CallTrace(self, env, str(target))
 
     def handle(self, env: Envelope, headers: Mapping[str, str] | None, agent: str, instance: str) -> Trace:
         """The trace of handling one message (a no-op when telemetry is off)."""
@@ -268,7 +270,7 @@ class Telemetry:
 class _CallTrace(Trace):
     """The caller's span (PRODUCER) and call metrics of one call."""
 
-    __slots__ = ("action", "done", "env", "manager", "span", "started", "target", "tel")
+    __slots__ = ("action", "done", "manager", "span", "started", "target", "tel")
 
     def __init__(self, tel: Telemetry, env: Envelope, target: str) -> None:
         self.tel = tel
@@ -276,22 +278,12 @@ class _CallTrace(Trace):
         self.action = env.payload.action
         self.started = time.monotonic()
         self.done = False
-        self.env = env
         self.manager: AbstractContextManager[Span] | None = None
         self.span: Span | None = None
-
-    def __enter__(self) -> Trace:
-        if self.tel.tracing:
-            self.manager = self.tel.send_span(self.env, self.target)
+        if tel.tracing:
+            self.manager = tel.send_span(env, target)
             self.span = self.manager.__enter__()
-            self.tel.describe(self.span, self.env, "publish")
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if not self.done and self.tel.metrics:
-            self.tel.record_call(self.target, self.action, "cancelled", None, time.monotonic() - self.started)
-        if self.manager is not None:
-            self.manager.__exit__(*exc)
+            tel.describe(self.span, env, "publish")
 
     def sending(self, subject: str, target: str) -> dict[str, str] | None:
         self.target = target
@@ -310,38 +302,40 @@ class _CallTrace(Trace):
             code = error.code if error else None
             elapsed = time.monotonic() - self.started
             self.tel.record_call(self.target, self.action, outcome_of(error), code, elapsed)
+        self.close()
+
+    def close(self) -> None:
+        if not self.done:
+            self.done = True
+            if self.tel.metrics:
+                elapsed = time.monotonic() - self.started
+                self.tel.record_call(self.target, self.action, "cancelled", None, elapsed)
+        if self.manager is not None:
+            manager, self.manager = self.manager, None
+            manager.__exit__(None, None, None)
 
 
 class _HandleTrace(Trace):
     """The callee's span (CONSUMER), in-flight gauge and handling metrics of one message."""
 
-    __slots__ = ("action", "agent", "env", "headers", "instance", "manager", "span", "started", "tel")
+    __slots__ = ("action", "agent", "closed", "manager", "span", "started", "tel")
 
     def __init__(
         self, tel: Telemetry, env: Envelope, headers: Mapping[str, str] | None, agent: str, instance: str
     ) -> None:
         self.tel = tel
         self.agent = agent
+        self.closed = False
         self.action = env.payload.action
         self.started = time.monotonic()
-        self.env, self.headers, self.instance = env, headers, instance
         self.manager: AbstractContextManager[Span] | None = None
         self.span: Span | None = None
-
-    def __enter__(self) -> Trace:
-        tel = self.tel
         if tel.tracing:
-            self.manager = tel.process_span(self.env, self.headers, self.agent)
+            self.manager = tel.process_span(env, headers, agent)
             self.span = self.manager.__enter__()
-            tel.describe(self.span, self.env, "process")
-            self.span.set_attribute("a2a.instance", self.instance)
-        tel.inflight(self.agent, 1)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.tel.inflight(self.agent, -1)
-        if self.manager is not None:
-            self.manager.__exit__(*exc)
+            tel.describe(self.span, env, "process")
+            self.span.set_attribute("a2a.instance", instance)
+        tel.inflight(agent, 1)
 
     def ended(self, error: A2AError | None, result: Any = None) -> None:
         if self.span is not None:
@@ -350,3 +344,13 @@ class _HandleTrace(Trace):
             code = error.code if error else None
             elapsed = time.monotonic() - self.started
             self.tel.record_handled(self.agent, self.action, outcome_of(error), code, elapsed)
+        self.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.tel.inflight(self.agent, -1)
+        if self.manager is not None:
+            manager, self.manager = self.manager, None
+            manager.__exit__(None, None, None)

@@ -78,31 +78,37 @@ class AuditRecord(Wire):
 def callee_record(
     env: Envelope, agent: str, instance: str, seconds: float, error: A2AError | None
 ) -> AuditRecord:
-    """The callee's record of a request it received and handled for ``seconds`` until now."""
+    """The callee's record of a request it received and handled for ``seconds`` until now.
+
+    Built with the always-present fields and then the optional ones that are set: msgspec
+    constructs a struct several times faster from up to 15 keyword arguments than from more.
+    """
     meta = env.metadata
-    delegation = env.delegation
-    ended = time.time()
-    return AuditRecord(
+    record = AuditRecord(
         request_id=meta.correlation_id,
         conversation_id=env.conversation_id,
         origin=env.source_agent_id,
         target=agent,
         action=env.payload.action,
-        outcome=outcome_of(error) if error else "ok",
+        outcome="ok" if error is None else outcome_of(error),
         side="callee",
-        started_at=int((ended - seconds) * 1000),
+        started_at=int((time.time() - seconds) * 1000),
         duration_ms=int(seconds * 1_000_000) / 1000,
         hop=meta.hop_count,
         depth=meta.depth,
         instance=instance,
-        user_id=env.user_id,
-        parent_id=meta.parent_id,
-        routed_by=",".join(env.required_capabilities) if env.required_capabilities else None,
-        objective=delegation.objective or None if delegation else None,
-        error_code=error.code if error else None,
-        error_message=error.message if error else None,
-        error_agent=error.agent if error else None,
     )
+    if env.user_id is not None:
+        record.user_id = env.user_id
+    if meta.parent_id is not None:
+        record.parent_id = meta.parent_id
+    if env.required_capabilities:
+        record.routed_by = ",".join(env.required_capabilities)
+    if env.delegation is not None and env.delegation.objective:
+        record.objective = env.delegation.objective
+    if error is not None:
+        _failed(record, error)
+    return record
 
 
 def caller_record(
@@ -116,7 +122,7 @@ def caller_record(
     """The caller's record of a call no callee answered."""
     meta = env.metadata
     target = env.target_agent_id
-    return AuditRecord(
+    record = AuditRecord(
         request_id=meta.correlation_id,
         conversation_id=env.conversation_id,
         origin=env.source_agent_id,
@@ -131,11 +137,17 @@ def caller_record(
         instance=instance,
         user_id=env.user_id,
         parent_id=meta.parent_id,
-        routed_by=",".join(capabilities) or None,
-        error_code=error.code,
-        error_message=error.message,
-        error_agent=error.agent,
     )
+    if capabilities:
+        record.routed_by = ",".join(capabilities)
+    _failed(record, error)
+    return record
+
+
+def _failed(record: AuditRecord, error: A2AError) -> None:
+    record.error_code = error.code
+    record.error_message = error.message
+    record.error_agent = error.agent
 
 
 _encoder = msgspec.json.Encoder()
@@ -168,8 +180,9 @@ class AuditLog:
         self.batch_bytes = min(batch_bytes, link.max_payload // 2) if enabled else batch_bytes
         self.dropped = 0
         self.stream: str | None = None
-        self._batches: dict[str, list[bytes]] = {}
-        self._sizes: dict[str, int] = {}
+        self._pending: list[tuple[str, bytes]] = []
+        """(agent, encoded record) in arrival order."""
+        self._size = 0
         self._subjects: dict[str, str] = {}
         self._full = anyio.Event()
 
@@ -195,18 +208,14 @@ class AuditLog:
             record.objective = self.redactor.redact(record.objective)
         if record.error_message:
             record.error_message = self.redactor.redact(record.error_message)
-        token = record.target if record.side == "callee" else record.origin
         data = _encoder.encode(record)
-        batch = self._batches.get(token)
-        if batch is None:
-            batch = self._batches[token] = []
-        batch.append(data)
-        size = self._sizes[token] = self._sizes.get(token, 0) + len(data) + 1
-        if size >= self.batch_bytes:
+        self._pending.append((record.target if record.side == "callee" else record.origin, data))
+        self._size += len(data) + 1
+        if self._size >= self.batch_bytes:
             self._full.set()
 
     async def run(self) -> None:
-        """Publish batches every ``flush_interval`` seconds, or when one fills, until cancelled."""
+        """Publish batches every ``flush_interval`` seconds, or when they fill, until cancelled."""
         while True:
             with anyio.move_on_after(self.flush_interval):
                 await self._full.wait()
@@ -214,22 +223,28 @@ class AuditLog:
             await self.flush()
 
     async def flush(self) -> None:
-        for token in list(self._batches):
-            await self._publish(token)
-
-    async def _publish(self, token: str) -> None:
-        batch = self._batches.pop(token, None)
-        self._sizes.pop(token, None)
-        if not batch:
-            return
-        subject = self._subjects.get(token)
-        if subject is None:
-            subject = self._subjects[token] = self.link.subjects.audit(token)
-        try:
-            await self.link.publish(subject, b"\n".join(batch))
-        except A2AError as exc:
-            self.dropped += len(batch)
-            log.warning("%d audit records dropped: %s", len(batch), exc)
+        """Publish what is queued: one message per agent (newline-delimited JSON)."""
+        pending, self._pending, self._size = self._pending, [], 0
+        batches: dict[str, list[list[bytes]]] = {}  # agent -> messages -> records
+        sizes: dict[str, int] = {}
+        for token, data in pending:
+            messages = batches.get(token)
+            if messages is None or sizes[token] + len(data) > self.batch_bytes:
+                messages = batches.setdefault(token, [])
+                messages.append([])
+                sizes[token] = 0
+            messages[-1].append(data)
+            sizes[token] += len(data) + 1
+        for token, messages in batches.items():
+            subject = self._subjects.get(token)
+            if subject is None:
+                subject = self._subjects[token] = self.link.subjects.audit(token)
+            for records in messages:
+                try:
+                    await self.link.publish(subject, b"\n".join(records))
+                except A2AError as exc:
+                    self.dropped += len(records)
+                    log.warning("%d audit records dropped: %s", len(records), exc)
 
 
 def decode_records(data: bytes) -> list[AuditRecord]:
