@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import anyio
 
@@ -17,7 +17,7 @@ from .limits import check_hops
 from .link import Link
 from .protocol import SWEEP_EVERY, decode_cancel
 from .subjects import Subjects
-from .wire import Envelope, RequestEnvelope, ResponseEnvelope
+from .wire import Envelope
 
 __all__ = ["Bus"]
 
@@ -32,7 +32,7 @@ class Bus:
         bus = Bus(transport, namespace="prod", runtime_id=rt_id)
         await bus.start()                    # reply and cancel subscriptions
         tg.start_soon(bus.run)               # probes and held-call sweeps, until cancelled
-        response = await bus.request(subject, envelope, timeout=5.0)
+        response = await bus.caller.request(subject, envelope, timeout=5.0)
         endpoint = await bus.endpoint("reader", "reader-1a2b", deliver=host.deliver)
 
     A request for an endpoint of this process is handed to it directly (see :class:`Link`).
@@ -99,18 +99,7 @@ class Bus:
         self.link.refresh()
         await self.caller.resend_unanswered()
 
-    # -- caller half -----------------------------------------------------------------------
-
-    async def request(
-        self,
-        subject: str,
-        envelope: RequestEnvelope,
-        *,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> ResponseEnvelope:
-        """See :meth:`Caller.request`."""
-        return await self.caller.request(subject, envelope, timeout=timeout, headers=headers)
+    # -- caller half (see :class:`Caller`) ----------------------------------------------------
 
     async def resend_unanswered(self) -> int:
         return await self.caller.resend_unanswered()

@@ -92,13 +92,7 @@ class Lease(Held):
     def __init__(
         self, slots: Slots, task: asyncio.Task[Any], reply: str, started: float, deadline: float
     ) -> None:
-        # Held's fields, set here rather than through super().__init__: one frame less per request.
-        self.task = task
-        self.reply = reply
-        self.started = started
-        self.deadline = deadline
-        self.acked = False
-        self.reason: str | None = None
+        super().__init__(task, reply, started, deadline)
         self.slots = slots
         self.has_slot = False
 
