@@ -29,9 +29,12 @@ from .profile import AgentProfile, AgentStatus
 from .registry import Registry
 from .scoring import match_score
 
-__all__ = ["LocalView", "ViewEntry"]
+__all__ = ["TIE_WINDOW", "LocalView", "ViewEntry"]
 
 log = logging.getLogger("a2a.discovery.view")
+
+TIE_WINDOW = 16
+"""Equally proficient instances compared by load when one capability is asked for."""
 
 
 class _Event(msgspec.Struct):
@@ -137,16 +140,18 @@ class LocalView:
     def _best_single(self, capability: str, exclude: Iterable[str]) -> ViewEntry | None:
         """The common case of one capability: walk its ranked list, best proficiency first.
 
-        Among available live instances of the highest proficiency, the least loaded wins;
-        the walk stops at the first lower proficiency once one is found. None when no
-        available instance has it (the general search then looks at busy ones).
+        Among the first ``TIE_WINDOW`` available live instances of the highest proficiency,
+        the least loaded wins (as the Redis script compares a batch), so the walk costs
+        the same with ten replicas or ten thousand. None when no available instance has
+        the capability (the general search then looks at busy ones).
         """
         now = time.monotonic()
         chosen: ViewEntry | None = None
         chosen_load = 0.0
         top = 0.0
+        candidates = 0
         for neg_proficiency, agent_id in self._ranked.get(capability, ()):
-            if chosen is not None and neg_proficiency != top:
+            if chosen is not None and (neg_proficiency != top or candidates >= TIE_WINDOW):
                 break
             if neg_proficiency >= 0.0 or agent_id in exclude:
                 continue  # proficiency 0 never matches
@@ -155,6 +160,7 @@ class LocalView:
             if profile.status != "available" or not self._is_live(entry, now):
                 continue
             load = profile.load / profile.capacity if profile.capacity > 0 else 0.0
+            candidates += 1
             if chosen is None or load < chosen_load:
                 chosen, chosen_load, top = entry, load, neg_proficiency
         return chosen

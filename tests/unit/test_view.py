@@ -102,3 +102,18 @@ def test_find_agents_with_capability_lists_every_available_instance_best_first(
     assert {p.agent_id for p in found} == expected
     proficiencies = [p.proficiencies()[capability] for p in found]
     assert proficiencies == sorted(proficiencies, reverse=True)
+
+
+def test_equally_proficient_instances_go_to_the_least_loaded_within_a_bounded_window() -> None:
+    from discovery.view import TIE_WINDOW
+
+    loads = [9, 4, 7, 2, 8]
+    view = view_of([({"x": 1.0}, "available", load) for load in loads] + [({"x": 0.5}, "available", 0)])
+    assert view.best(["x"]).agent_id == "i-3"  # type: ignore[union-attr]
+    assert view.best(["x"], exclude={"i-3"}).agent_id == "i-1"  # type: ignore[union-attr]
+    # With thousands of replicas the choice costs the same: only the first window of the
+    # ranked list is compared, so an idle replica ranked beyond it is not looked at.
+    many = view_of([({"x": 1.0}, "available", 5)] * 2000 + [({"x": 1.0}, "available", 0)])
+    window = [agent_id for _, agent_id in sorted((-1.0, f"i-{i}") for i in range(2001))][:TIE_WINDOW]
+    chosen = many.best(["x"])
+    assert chosen is not None and chosen.agent_id in window and "i-2000" not in window
