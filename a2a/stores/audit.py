@@ -46,7 +46,7 @@ def stream_name(namespace: str) -> str:
     return f"A2A_AUDIT_{namespace}"
 
 
-class AuditRecord(Wire):
+class AuditRecord(Wire, gc=False):
     """Who asked whom to do what, for which user, and how it ended.
 
     The callee writes the record of every request it receives; the caller writes one
@@ -180,9 +180,9 @@ class AuditLog:
         self.batch_bytes = min(batch_bytes, link.max_payload // 2) if enabled else batch_bytes
         self.dropped = 0
         self.stream: str | None = None
-        self._pending: list[tuple[str, bytes]] = []
-        """(agent, encoded record) in arrival order."""
-        self._size = 0
+        self._pending: list[AuditRecord] = []
+        # A typical record is a few hundred bytes; a batch this long fills about batch_bytes.
+        self._batch_records = max(1, self.batch_bytes // 256)
         self._subjects: dict[str, str] = {}
         self._full = anyio.Event()
 
@@ -201,17 +201,16 @@ class AuditLog:
         return True
 
     def emit(self, record: AuditRecord) -> None:
-        """Queue one record (redacted) for the next batch."""
+        """Queue one record (redacted) for the next batch; it is encoded with the batch."""
         if not self.enabled:
             return
         if record.objective:
             record.objective = self.redactor.redact(record.objective)
         if record.error_message:
             record.error_message = self.redactor.redact(record.error_message)
-        data = _encoder.encode(record)
-        self._pending.append((record.target if record.side == "callee" else record.origin, data))
-        self._size += len(data) + 1
-        if self._size >= self.batch_bytes:
+        pending = self._pending
+        pending.append(record)
+        if len(pending) >= self._batch_records:
             self._full.set()
 
     async def run(self) -> None:
@@ -224,27 +223,33 @@ class AuditLog:
 
     async def flush(self) -> None:
         """Publish what is queued: one message per agent (newline-delimited JSON)."""
-        pending, self._pending, self._size = self._pending, [], 0
-        batches: dict[str, list[list[bytes]]] = {}  # agent -> messages -> records
-        sizes: dict[str, int] = {}
-        for token, data in pending:
-            messages = batches.get(token)
-            if messages is None or sizes[token] + len(data) > self.batch_bytes:
-                messages = batches.setdefault(token, [])
-                messages.append([])
-                sizes[token] = 0
-            messages[-1].append(data)
-            sizes[token] += len(data) + 1
-        for token, messages in batches.items():
+        pending, self._pending = self._pending, []
+        batches: dict[str, list[AuditRecord]] = {}
+        for record in pending:
+            token = record.target if record.side == "callee" else record.origin
+            batch = batches.get(token)
+            if batch is None:
+                batch = batches[token] = []
+            batch.append(record)
+        for token, records in batches.items():
             subject = self._subjects.get(token)
             if subject is None:
                 subject = self._subjects[token] = self.link.subjects.audit(token)
-            for records in messages:
-                try:
-                    await self.link.publish(subject, b"\n".join(records))
-                except A2AError as exc:
-                    self.dropped += len(records)
-                    log.warning("%d audit records dropped: %s", len(records), exc)
+            await self._publish(subject, records)
+
+    async def _publish(self, subject: str, records: list[AuditRecord]) -> None:
+        # One encoder call for the batch; halved when unusually long records overfill it.
+        data = _encoder.encode_lines(records)
+        if len(data) > self.batch_bytes and len(records) > 1:
+            half = len(records) // 2
+            await self._publish(subject, records[:half])
+            await self._publish(subject, records[half:])
+            return
+        try:
+            await self.link.publish(subject, data)
+        except A2AError as exc:
+            self.dropped += len(records)
+            log.warning("%d audit records dropped: %s", len(records), exc)
 
 
 def decode_records(data: bytes) -> list[AuditRecord]:
