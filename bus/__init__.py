@@ -22,6 +22,7 @@ from .protocol import CancelNotice as CancelNotice
 from .subjects import Subjects as Subjects
 from .subjects import validate_name as validate_name
 from .tasks import TaskSet as TaskSet
+from .tasks import Workers as Workers
 
 __all__ = [
     "Bus",
@@ -34,6 +35,7 @@ __all__ = [
     "PendingCalls",
     "Subjects",
     "TaskSet",
+    "Workers",
     "codec",
     "errors",
     "limits",

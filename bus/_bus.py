@@ -84,6 +84,7 @@ class Bus:
             await self._cancels.unsubscribe()
             self._cancels = None
         await self.caller.aclose()
+        await self.link.aclose()
 
     async def run(self, *, probe_interval: float = 1.0) -> None:
         """Probe instances holding long calls, and sweep held calls, until cancelled."""

@@ -225,13 +225,7 @@ class Endpoint:
         else:
             limit = self.link.max_payload
             if len(data) <= limit:
-                replies = self._replies
-                if reply in replies:  # kept to answer the call if it is sent again
-                    replies[reply] = data if len(data) <= REPLY_CACHE_BYTES else b""
-                try:
-                    await self.link.publish(reply, data)
-                except A2AError as exc:
-                    log.warning("%s: reply to %s lost: %s", self.instance_id, reply, exc)
+                await self._send(reply, data, meta.batch_replies)
                 return None
             error = PayloadTooLarge(
                 f"envelope of {len(data)} bytes exceeds the {limit}-byte message limit",
@@ -267,14 +261,16 @@ class Endpoint:
                 hop_count=request.metadata.hop_count if request else 0,
             ),
         )
-        await self._send(reply, self.link.encode(envelope))
+        batch = request is not None and request.metadata.batch_replies
+        await self._send(reply, self.link.encode(envelope), batch)
 
-    async def _send(self, reply: str, data: bytes) -> None:
+    async def _send(self, reply: str, data: bytes, batch: bool) -> None:
+        """Send a reply (batched when its caller accepts that), keeping it to answer a repeat."""
         replies = self._replies
-        if reply in replies:
+        if reply in replies:  # the call came from a runtime: keep the reply in case it is sent again
             replies[reply] = data if len(data) <= REPLY_CACHE_BYTES else b""
         try:
-            await self.link.publish(reply, data)
+            await self.link.reply(reply, data, batch=batch and reply.startswith(self._runtime_replies))
         except A2AError as exc:
             log.warning("%s: reply to %s lost: %s", self.instance_id, reply, exc)
 

@@ -33,7 +33,7 @@ from .errors import (
 from .ids import new_id
 from .limits import check_hops
 from .link import Link
-from .protocol import ACK_HEADER, PROBE_HEADER, SETTLING, encode_cancel
+from .protocol import ACK_HEADER, PROBE_HEADER, REPLIES_HEADER, SETTLING, encode_cancel
 from .subjects import is_name
 from .tasks import TaskSet
 from .wire import ErrorEnvelope, RequestEnvelope, ResponseEnvelope
@@ -180,6 +180,9 @@ class Caller:
         correlation_id = msg.subject[len(self.reply_prefix) :]
         headers = msg.headers
         if headers:
+            if REPLIES_HEADER in headers:
+                self._on_batch(msg.data)
+                return
             if ACK_HEADER in headers:
                 instance = headers[ACK_HEADER]
                 if is_name(instance):  # it names a subject to probe later: only a valid token
@@ -191,6 +194,21 @@ class Caller:
                 return
         if not self.pending.resolve(correlation_id, msg.data):
             log.debug("late or unknown reply %s dropped", correlation_id)
+
+    def _on_batch(self, data: bytes) -> None:
+        """Settle each call a reply batch answers (``bus/protocol.py``); bad lines are dropped."""
+        resolve = self.pending.resolve
+        for line in data.split(b"\n"):
+            token, _, reply = line.partition(b" ")
+            try:
+                correlation_id = token.decode()
+            except UnicodeDecodeError:
+                correlation_id = ""
+            if not correlation_id or not reply:
+                self.stats.invalid_replies += 1
+                log.warning("malformed line in a reply batch dropped")
+            elif not resolve(correlation_id, reply):
+                log.debug("late or unknown reply %s dropped", correlation_id)
 
     # -- after a reconnect -------------------------------------------------------------
 

@@ -11,6 +11,15 @@ reply itself, four control messages travel (each an empty body with one header):
 
 A dead instance has no subscription left, so a probe to it is answered by the server's
 "no responders" status, and the caller ends the call with AGENT_LOST.
+
+Replies may travel together. A caller that sets ``metadata.batchReplies`` on its requests
+accepts a reply batch: one message, on the reply subject of one of the calls it answers,
+with the header ``A2A-Replies: <count>`` and one line per reply, ``<reply token> <envelope
+JSON>``, where the reply token is the last token of that call's reply subject. A callee
+sends one for the replies to one calling runtime that are ready in the same turn of its
+event loop (see :class:`bus.link.Link`): under load, one message carries many replies, so
+the callee, the server and the caller each handle one message instead of many. Callers
+that do not set the field (and plain NATS requesters) always get one reply per message.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ __all__ = [
     "ALIVE_HEADER",
     "DEADLINE",
     "PROBE_HEADER",
+    "REPLIES_HEADER",
     "REPLY_CACHE_BYTES",
     "REPLY_CACHE_SIZE",
     "SETTLING",
@@ -37,6 +47,7 @@ __all__ = [
 ACK_HEADER = "A2A-Ack"
 PROBE_HEADER = "A2A-Probe"
 ALIVE_HEADER = "A2A-Alive"
+REPLIES_HEADER = "A2A-Replies"
 
 ACK_AFTER = 0.2
 """Calls still in hand after this long are acknowledged to their callers, who then probe."""

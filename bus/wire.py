@@ -35,8 +35,8 @@ __all__ = [
 ]
 
 # 1.0 is the seed envelope; 1.1 added deadline, depth, callChain and userId; 1.2 added
-# budget, parentId, fan-out, grants, delegation and token usage. All additions have defaults, so the current
-# version and the two before it decode into the same types.
+# budget, parentId, fan-out, grants, delegation, token usage and batchReplies. All additions
+# have defaults, so the current version and the two before it decode into the same types.
 PROTOCOL_VERSION = "1.2"
 SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "1.1", "1.2")
 
@@ -97,6 +97,8 @@ class Metadata(Wire):
     fan_out: Annotated[int, Meta(ge=1)] | None = None
     """How many calls of the same parent (this one included) were in flight when it was sent."""
     max_fan_out: Annotated[int, Meta(ge=1)] | None = None
+    batch_replies: bool = False
+    """The caller takes this call's reply in a batch with other replies to it (bus/protocol.py)."""
 
 
 class _EnvelopeBase(Wire, tag_field="type"):

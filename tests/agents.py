@@ -72,3 +72,16 @@ async def _forward(ctx: Context, params: dict[str, Any]) -> Any:
             return {"error": exc.code, "agent": exc.agent, "hop": exc.hop}
         raise
     return {"via": ctx.instance_id, "result": result, "hop": ctx.hop, "depth": ctx.depth}
+
+
+def gated_agent(max_concurrency: int) -> tuple[Agent, anyio.Event]:
+    """``gated.echo`` waits for the returned event: calls pile up, then all answer in one turn."""
+    gate = anyio.Event()
+    agent = Agent("gated", max_concurrency=max_concurrency)
+
+    @agent.action("echo")
+    async def _gated_echo(ctx: Context, params: dict[str, Any]) -> Any:
+        await gate.wait()
+        return params
+
+    return agent, gate

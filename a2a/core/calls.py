@@ -215,6 +215,7 @@ class CallPath:
         nested: bool = True,
         fan_out: int | None = None,
         correlation_id: str | None = None,
+        batch_replies: bool = True,
     ) -> Metadata:
         """A new request's metadata, counting its hop: fresh for a call from outside, inherited otherwise."""
         now = int(time.time() * 1000)
@@ -229,6 +230,7 @@ class CallPath:
                 max_depth=s.max_depth,
                 ttl_ms=ttl_ms,
                 deadline=now + ttl_ms,
+                batch_replies=batch_replies,
             )
             if priority is not None:
                 meta.priority = priority
@@ -258,6 +260,7 @@ class CallPath:
             parent_id=pm.correlation_id,
             fan_out=fan_out,
             max_fan_out=rules.max_fan_out,
+            batch_replies=batch_replies,
         )
 
     def _start_objective(self, env: RequestEnvelope, target: str) -> str:
@@ -307,7 +310,9 @@ class CallPath:
         user_id: str | None = None,
     ) -> None:
         """Publish a notification (one hop more than its parent)."""
-        meta = self._metadata(parent, timeout=self.settings.default_timeout, priority=None, budget=None)
+        meta = self._metadata(
+            parent, timeout=self.settings.default_timeout, priority=None, budget=None, batch_replies=False
+        )
         env = NotificationEnvelope(
             message_id=new_id(),
             source_agent_id=parent.agent if parent else self.settings.client_name,

@@ -4,7 +4,7 @@ Per message (see :meth:`AgentHost.deliver`):
 
     endpoint (bus)   probes and repeats are answered there; the rest arrives here
     deliver          refuse at once with OVERLOADED past max_concurrency + max_queue,
-                     else hand the message to a task of its own
+                     else queue the message for the instance's workers (bus.Workers)
     _handle          decode -> admit (callee-side checks) -> slot -> handler -> reply -> audit
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from bus import Bus, Endpoint, TaskSet, codec
+from bus import Bus, Endpoint, TaskSet, Workers, codec
 from bus.errors import (
     A2AError,
     AgentError,
@@ -97,6 +97,7 @@ class AgentHost:
         self._limit = agent.max_concurrency + agent.max_queue
         self._stats = HostStats()
         self._tasks = TaskSet()
+        self._workers = Workers(self._handle, self._tasks)
         self._instance = Instance(services, calls, agent.name, self.instance_id)
         self._resources = AsyncExitStack()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -178,14 +179,14 @@ class AgentHost:
     # -- receiving ---------------------------------------------------------------------------
 
     def deliver(self, msg: Message) -> None:
-        """Take a message into a task of its own, or refuse it at once when too many are in hand."""
+        """Take a message for a worker, or refuse it at once when too many are in hand."""
         if self.accepted >= self._limit:
             self._stats.overloaded += 1
             if msg.reply:
                 self._tasks.spawn(self._refuse(msg))
             return
         self.accepted += 1
-        self._tasks.spawn(self._handle(msg))
+        self._workers.submit(msg)
 
     async def _refuse(self, msg: Message) -> None:
         assert self.endpoint is not None
@@ -199,10 +200,11 @@ class AgentHost:
 
         This runs once per message, so it is written flat: no helper coroutine per step,
         each check guarded by the condition under which it can refuse, a slot taken without
-        awaiting when one is free. The handler runs in this task under the call's deadline.
-        Cancellation is the task's own (``Task.cancel``, by the endpoint, with the reason on
-        the held call) rather than a cancel scope, which would cost more than the rest of
-        the handling; a cancellation without our reason (the runtime closing) propagates.
+        awaiting when one is free. The handler runs in the worker's task (which handles
+        nothing else meanwhile) under the call's deadline. Cancellation is that task's own
+        (``Task.cancel``, by the endpoint, with the reason on the held call) rather than a
+        cancel scope, which would cost more than the rest of the handling; a cancellation
+        without our reason (the runtime closing) propagates.
         """
         services = self._services
         endpoint = self.endpoint

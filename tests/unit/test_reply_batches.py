@@ -1,0 +1,154 @@
+"""Reply batches: replies to one calling runtime that are ready together travel as one message."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from a2a.testing import TestBroker
+from bus import codec
+from bus.protocol import REPLIES_HEADER
+from bus.wire import PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope, ResponseEnvelope
+from tests.agents import gated_agent
+from transports import MemoryMessage
+
+from .conftest import MakeRuntime
+
+pytestmark = pytest.mark.anyio
+
+CALLS = 40
+
+
+class ReplySpy:
+    """Every message published on the namespace's reply subjects, as a second subscriber sees it."""
+
+    def __init__(self) -> None:
+        self.messages: list[MemoryMessage] = []
+
+    async def __call__(self, msg: Any) -> None:
+        self.messages.append(msg)
+
+    def batches(self) -> list[int]:
+        return [
+            int(m.headers[REPLIES_HEADER]) for m in self.messages if m.headers and REPLIES_HEADER in m.headers
+        ]
+
+
+async def test_concurrent_replies_travel_in_batches_and_each_call_gets_its_own(
+    broker: TestBroker, make_runtime: MakeRuntime
+) -> None:
+    agent, gate = gated_agent(CALLS)
+    server, client = await make_runtime(), await make_runtime()
+    await server.serve(agent)
+    spy = ReplySpy()
+    await broker.connect().subscribe(f"a2a.{client.settings.namespace}.reply.>", spy)
+    results: dict[int, Any] = {}
+
+    async def call(i: int) -> None:
+        results[i] = await client.call("gated", "echo", {"i": i}, timeout=5)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(CALLS):
+            tg.start_soon(call, i)
+        with anyio.fail_after(5):
+            while server.hosts["gated"].accepted < CALLS:
+                await anyio.sleep(0.001)
+        gate.set()
+    assert results == {i: {"i": i} for i in range(CALLS)}
+    replies = [m for m in spy.messages if m.data]
+    assert spy.batches(), "no reply batch was sent"
+    assert sum(spy.batches()) + len([m for m in replies if not m.headers]) == CALLS
+    assert len(replies) < CALLS / 4  # a few messages carried all the replies
+    assert client.bus.stats.invalid_replies == 0
+
+
+def request(i: int, *, batch: bool) -> bytes:
+    env = RequestEnvelope(
+        message_id=f"m{i}",
+        source_agent_id="raw",
+        target_agent_id="gated",
+        conversation_id="c",
+        protocol_version=PROTOCOL_VERSION,
+        payload=Payload(action="echo", parameters={"i": i}),
+        metadata=Metadata(timestamp=1, correlation_id=f"c{i}", ttl_ms=5000, batch_replies=batch),
+    )
+    return codec.encode_envelope(env)
+
+
+@pytest.mark.parametrize("batch", [False, True])
+async def test_only_callers_that_ask_for_batches_get_them(
+    broker: TestBroker, make_runtime: MakeRuntime, batch: bool
+) -> None:
+    agent, gate = gated_agent(CALLS)
+    server = await make_runtime()
+    await server.serve(agent)
+    raw = broker.connect()
+    spy = ReplySpy()
+    prefix = f"a2a.{server.settings.namespace}.reply.raw.r1."  # a runtime-shaped reply subject
+    await raw.subscribe(prefix + "*", spy)
+    for i in range(10):
+        await raw.publish(
+            f"a2a.{server.settings.namespace}.agent.gated", request(i, batch=batch), reply=f"{prefix}c{i}"
+        )
+    with anyio.fail_after(5):
+        while server.hosts["gated"].accepted < 10:
+            await anyio.sleep(0.001)
+    gate.set()
+    with anyio.fail_after(5):
+        while sum(spy.batches()) + len([m for m in spy.messages if not m.headers]) < 10:
+            await anyio.sleep(0.001)
+    if batch:
+        assert spy.batches()
+        lines = [line for m in spy.messages if m.headers for line in m.data.split(b"\n")]
+        tokens = {line.split(b" ", 1)[0].decode() for line in lines}
+        for line in lines:
+            token, envelope = line.split(b" ", 1)
+            assert json.loads(envelope)["metadata"]["correlationId"] == token.decode()
+        assert tokens | {m.subject.rsplit(".", 1)[1] for m in spy.messages if not m.headers} == {
+            f"c{i}" for i in range(10)
+        }
+    else:
+        assert not spy.batches()
+        assert len(spy.messages) == 10
+
+
+async def test_a_caller_survives_malformed_batches_and_settles_the_good_lines(
+    broker: TestBroker, make_runtime: MakeRuntime
+) -> None:
+    agent, gate = gated_agent(CALLS)  # opened only at the end: the agent itself does not answer
+    server, client = await make_runtime(), await make_runtime()
+    await server.serve(agent)
+    reply = ResponseEnvelope(
+        message_id="r1",
+        source_agent_id="gated",
+        target_agent_id="client",
+        conversation_id="c",
+        protocol_version=PROTOCOL_VERSION,
+        payload=Payload(action="echo", result={"from": "batch"}),
+        metadata=Metadata(timestamp=1, correlation_id="known"),
+    )
+    bad_lines = [b"no-space-here", b"\xff\xfe " + codec.encode_envelope(reply), b" starts-with-space", b""]
+    body = b"\n".join(
+        [
+            *bad_lines,
+            b"unknown-call " + codec.encode_envelope(reply),
+            b"known " + codec.encode_envelope(reply),
+        ]
+    )
+
+    async def publish_batch() -> None:
+        with anyio.fail_after(5):
+            while "known" not in client.bus.pending:
+                await anyio.sleep(0.001)
+        await broker.connect().publish(client.bus.reply_prefix + "known", body, headers={REPLIES_HEADER: "6"})
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(publish_batch)
+        response = await client.calls.request("gated", "echo", {}, correlation_id="known", timeout=5)
+    assert response.payload.result == {"from": "batch"}
+    assert client.bus.stats.invalid_replies == len(bad_lines)
+    assert client.bus.pending.late_replies >= 1  # the line for a call nobody waits for
+    gate.set()
