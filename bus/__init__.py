@@ -2,7 +2,9 @@
 
 caller.py   send, pending futures, resend after a reconnect, probe, withdraw
 callee.py   an instance's subscriptions, probe answers, reply cache, acks, replies
-link.py     the transport as both halves use it: encoding, error translation, local delivery
+link.py     the transport as both halves use it: encoding, error translation, local delivery,
+            reply batches
+tasks.py    Workers (reusable tasks for handled messages) and TaskSet (tasks with an owner)
 _bus.py     Bus, which composes them
 """
 

@@ -52,7 +52,7 @@ log = logging.getLogger("a2a.bus")
 
 Deliver = Callable[[Message], None]
 """Where an endpoint hands each message that is neither a probe nor a repeat; it must not
-block (the subscription's next message waits for it), so it hands work to a task."""
+block (the subscription's next message waits for it), so it hands the work off."""
 
 
 class Held:

@@ -141,7 +141,7 @@ class Link:
             PayloadTooLarge, Unavailable: as :meth:`publish` (a batched reply that cannot
                 be published is logged and counted in ``replies_lost`` instead).
         """
-        if not batch or subject.startswith(self._local_prefix):
+        if not batch or subject.startswith(self._local_prefix) or self._flushing.closed:
             await self.publish(subject, data)
             return
         cut = subject.rfind(".") + 1

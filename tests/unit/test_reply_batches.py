@@ -152,3 +152,28 @@ async def test_a_caller_survives_malformed_batches_and_settles_the_good_lines(
     assert client.bus.stats.invalid_replies == len(bad_lines)
     assert client.bus.pending.late_replies >= 1  # the line for a call nobody waits for
     gate.set()
+
+
+async def test_batches_stay_under_the_message_limit(broker: TestBroker, make_runtime: MakeRuntime) -> None:
+    agent, gate = gated_agent(20)
+    server, client = await make_runtime(), await make_runtime()
+    await server.serve(agent)
+    spy = ReplySpy()
+    await broker.connect().subscribe(f"a2a.{client.settings.namespace}.reply.>", spy)
+    text = "x" * 10_000  # 20 replies of 10 KB: more than one 64 KiB message holds
+    results: dict[int, Any] = {}
+
+    async def call(i: int) -> None:
+        results[i] = await client.call("gated", "echo", {"i": i, "text": text}, timeout=5)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(20):
+            tg.start_soon(call, i)
+        with anyio.fail_after(5):
+            while server.hosts["gated"].accepted < 20:
+                await anyio.sleep(0.001)
+        gate.set()
+    assert results == {i: {"i": i, "text": text} for i in range(20)}
+    assert len(spy.batches()) >= 2
+    assert max(len(m.data) for m in spy.messages) <= broker.max_payload
+    assert server.bus.link.replies_lost == 0
