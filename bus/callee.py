@@ -61,7 +61,7 @@ class Held:
     ``started`` and ``deadline`` are on the event loop's clock.
     """
 
-    __slots__ = ("acked", "deadline", "reason", "reply", "started", "task")
+    __slots__ = ("acked", "deadline", "reason", "released", "reply", "started", "task")
 
     def __init__(self, task: asyncio.Task[Any], reply: str, started: float, deadline: float) -> None:
         self.task = task
@@ -69,11 +69,13 @@ class Held:
         self.started = started
         self.deadline = deadline
         self.acked = False
+        self.released = False
+        """The handling ended: its task (a reusable worker) may be handling another call now."""
         self.reason: str | None = None
         """Why the endpoint stopped the task: WITHDRAWN, SHUTDOWN or DEADLINE."""
 
     def cancel(self, reason: str) -> None:
-        if self.reason is None:
+        if self.reason is None and not self.released:
             self.reason = reason
             self.task.cancel()
 
@@ -157,8 +159,11 @@ class Endpoint:
         """Track a call being handled: acknowledged while it lasts, stopped at its deadline or withdrawal."""
         self.held[correlation_id] = held
 
-    def release(self, correlation_id: str) -> None:
-        self.held.pop(correlation_id, None)
+    def release(self, correlation_id: str, held: Held) -> None:
+        """The handling of ``held`` ended: from now on nothing cancels its task on its behalf."""
+        held.released = True
+        if self.held.get(correlation_id) is held:
+            del self.held[correlation_id]
 
     def withdraw(self, correlation_ids: Iterable[str]) -> None:
         """Stop the handlers of calls their callers withdrew."""
@@ -179,6 +184,8 @@ class Endpoint:
         """
         ack = {ACK_HEADER: self.instance_id}
         for held in list(self.held.values()):
+            if held.released:
+                continue  # it ended while an earlier ack was being published
             if now >= held.deadline:
                 held.cancel(DEADLINE)
             if held.acked or now - held.started < ACK_AFTER:
@@ -270,7 +277,7 @@ class Endpoint:
         if reply in replies:  # the call came from a runtime: keep the reply in case it is sent again
             replies[reply] = data if len(data) <= REPLY_CACHE_BYTES else b""
         try:
-            await self.link.reply(reply, data, batch=batch and reply.startswith(self._runtime_replies))
+            await self.link.reply(reply, data, batch=batch)
         except A2AError as exc:
             log.warning("%s: reply to %s lost: %s", self.instance_id, reply, exc)
 

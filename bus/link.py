@@ -6,7 +6,7 @@ over directly instead of crossing the message server (seed 004's ``routeLocally`
 local hand-over carries the same bytes a remote one would, so the receiver decodes,
 validates and checks them exactly as it does a message from the network.
 
-It is also where replies to other runtimes are batched (see :meth:`Link.reply_soon` and
+It is also where replies to other runtimes are batched (see :meth:`Link.reply` and
 ``bus/protocol.py``).
 """
 
@@ -50,6 +50,9 @@ class Link:
         self._local_prefix_handler: MessageHandler | None = None
         self._batches: dict[str, _Batch] = {}
         self._flushing = TaskSet()
+        self._flushing_started = False
+        self._wakeup: asyncio.Future[None] | None = None
+        """Set while the flush task waits for a turn with replies to batch."""
         self.replies_lost = 0
         """Batched replies the transport refused (each logged)."""
 
@@ -128,74 +131,89 @@ class Link:
     async def reply(self, subject: str, data: bytes, *, batch: bool = False) -> None:
         """Publish a reply; with ``batch``, it may travel in a reply batch.
 
-        ``batch`` is for replies to another runtime whose request set ``batchReplies``
-        (a caller in this process gets its reply directly). Per calling runtime, the
-        first reply in a turn of the event loop is published at once; the others ready
-        in that turn are collected and published as one message (``bus/protocol.py``)
-        at the start of the next turn, before the transport writes what the first one
-        queued. No reply waits longer than it would alone, and under load a callee
-        answering many calls from one runtime publishes twice per turn instead of once
-        per reply, so the server and that runtime each handle two messages, not dozens.
+        ``batch`` is for a reply whose request set ``batchReplies``; it takes effect only on
+        another runtime's reply subject (a caller in this process gets its reply directly).
+        Per calling runtime, the first reply in a turn of the event loop is published at
+        once; the others ready in that turn are collected and published as one message
+        (``bus/protocol.py``) by this link's flush task, whose turn comes next, before the
+        transport writes what the first reply queued. No reply waits longer than it would
+        alone, and under load a callee answering many calls from one runtime publishes
+        twice per turn instead of once per reply, so the server and that runtime each
+        handle two messages, not dozens.
 
         Raises:
             PayloadTooLarge, Unavailable: as :meth:`publish` (a batched reply that cannot
                 be published is logged and counted in ``replies_lost`` instead).
         """
-        if not batch or subject.startswith(self._local_prefix) or self._flushing.closed:
+        prefix = self.subjects.runtime_prefix(subject) if batch else None
+        if prefix is None or subject.startswith(self._local_prefix) or self._flushing.closed:
             await self.publish(subject, data)
             return
-        cut = subject.rfind(".") + 1
-        key = subject[:cut]
         batches = self._batches
-        pending = batches.get(key)
+        pending = batches.get(prefix)
         if pending is None:  # the first reply to that runtime in this turn goes now
-            if not batches:
-                asyncio.get_running_loop().call_soon(self._flush_replies)  # before the transport writes
-            batches[key] = _Batch(key)
+            first_of_turn = not batches
+            batches[prefix] = _Batch(prefix)
+            if first_of_turn:
+                self._wake_flusher()  # before this publish asks the transport to write
             await self.publish(subject, data)
             return
-        token = subject[cut:].encode()
-        size = len(token) + len(data) + 2
-        if pending.size + size + _HEADER_ROOM > self.max_payload:
-            self._send(pending)  # full: it goes now, a new batch collects the rest
-            pending = batches[key] = _Batch(key)
-        pending.lines.append(token + b" " + data)
-        pending.size += size
+        token = subject[len(prefix) :].encode()
+        if pending.size + len(token) + len(data) + 2 + _HEADER_ROOM > self.max_payload:
+            batches[prefix] = _Batch(prefix).add(token, data)  # this reply starts the next batch
+            await self._publish_batch(pending)  # the full one goes now
+            return
+        pending.add(token, data)
 
-    def _flush_replies(self) -> None:
-        batches, self._batches = self._batches, {}
-        for pending in batches.values():
-            self._send(pending)
+    def _wake_flusher(self) -> None:
+        waiter = self._wakeup
+        if waiter is not None:
+            if not waiter.done():
+                waiter.set_result(None)
+        elif not self._flushing_started:
+            self._flushing_started = True
+            self._flushing.spawn(self._flush())
 
-    def _send(self, pending: _Batch) -> None:
-        """Hand a batch to the transport now (this turn), finishing in a task if it must wait.
+    async def _flush(self) -> None:
+        """The flush task: publish the collected batches each time it is woken, until cancelled."""
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self._batches:
+                self._wakeup = loop.create_future()
+                try:
+                    await self._wakeup
+                finally:
+                    self._wakeup = None
+            batches, self._batches = self._batches, {}
+            for pending in batches.values():
+                await self._publish_batch(pending)
 
-        It goes on the reply subject of its first reply; a batch of one is that reply.
-        """
+    async def _publish_batch(self, pending: _Batch) -> None:
+        """Publish a batch on the reply subject of its first reply (a batch of one is that reply)."""
         lines = pending.lines
         if not lines:
             return
         first = lines[0]
         space = first.index(b" ")
         subject = pending.prefix + first[:space].decode()
+        headers = None
         if len(lines) == 1:
-            publish = self._publish_replies(subject, first[space + 1 :], 1)
+            data = first[space + 1 :]
         else:
-            publish = self._publish_replies(subject, b"\n".join(lines), len(lines))
-        self._flushing.start_now(publish)
-
-    async def _publish_replies(self, subject: str, data: bytes, count: int) -> None:
-        headers = {REPLIES_HEADER: str(count)} if count > 1 else None
+            data = b"\n".join(lines)
+            headers = {REPLIES_HEADER: str(len(lines))}
         try:
             await self.publish(subject, data, headers=headers)
         except A2AError as exc:
-            self.replies_lost += count
-            log.warning("%d replies to %s lost: %s", count, subject, exc)
+            self.replies_lost += len(lines)
+            log.warning("%d replies to %s lost: %s", len(lines), subject, exc)
 
     async def aclose(self) -> None:
-        """Publish the replies still batched; stop what is still publishing after a moment."""
-        self._flush_replies()
+        """Stop the flush task and publish what is still collected; later replies go out directly."""
         await self._flushing.aclose()
+        batches, self._batches = self._batches, {}
+        for pending in batches.values():
+            await self._publish_batch(pending)
 
     async def subscribe(self, subject: str, handler: MessageHandler, *, queue: str = "") -> Subscription:
         try:
@@ -217,6 +235,11 @@ class _Batch:
         self.prefix = prefix
         self.lines: list[bytes] = []
         self.size = 0
+
+    def add(self, token: bytes, data: bytes) -> _Batch:
+        self.lines.append(token + b" " + data)
+        self.size += len(token) + len(data) + 2
+        return self
 
 
 def _too_large(size: int, limit: int) -> PayloadTooLarge:

@@ -16,10 +16,11 @@ Replies may travel together. A caller that sets ``metadata.batchReplies`` on its
 accepts a reply batch: one message, on the reply subject of one of the calls it answers,
 with the header ``A2A-Replies: <count>`` and one line per reply, ``<reply token> <envelope
 JSON>``, where the reply token is the last token of that call's reply subject. A callee
-sends one for the replies to one calling runtime that are ready in the same turn of its
-event loop (see :class:`bus.link.Link`): under load, one message carries many replies, so
-the callee, the server and the caller each handle one message instead of many. Callers
-that do not set the field (and plain NATS requesters) always get one reply per message.
+sends the first reply to a calling runtime in a turn of its event loop alone, and the
+others ready in that turn as one batch (see :meth:`bus.link.Link.reply`): under load, the
+callee, the server and the caller each handle two messages per turn instead of one per
+reply. Callers that do not set the field (and plain NATS requesters) always get one reply
+per message.
 """
 
 from __future__ import annotations

@@ -51,6 +51,8 @@ class Subjects:
     def __init__(self, namespace: str = "default") -> None:
         self.namespace = validate_name("namespace", namespace)
         self.root = f"a2a.{namespace}"
+        self.reply_root = f"{self.root}.reply."
+        """Reply subjects of runtimes start with this; other repliers are plain NATS clients."""
         # Routing builds an instance or agent subject per call: validated once, then cached.
         self._cache: dict[str, str] = {}
 
@@ -87,10 +89,21 @@ class Subjects:
     def reply_prefix(self, identity: str, runtime_id: str) -> str:
         return f"{self.reply_root}{identity_token(identity)}.{validate_name('runtime id', runtime_id)}."
 
-    @property
-    def reply_root(self) -> str:
-        """Reply subjects of runtimes start with this; other repliers are plain NATS clients."""
-        return f"{self.root}.reply."
+    def runtime_prefix(self, reply: str) -> str | None:
+        """The reply prefix of the runtime whose reply subject ``reply`` is, else None.
+
+        Only ``<reply root><identity>.<runtimeId>.<correlationId>`` (three non-empty tokens
+        after the root) is a runtime's; anything else under the root is some other client's.
+        """
+        root = self.reply_root
+        if not reply.startswith(root):
+            return None
+        start = len(root)
+        first = reply.find(".", start)
+        second = reply.find(".", first + 1) if first > start else -1
+        if second <= first + 1 or second + 1 == len(reply) or reply.find(".", second + 1) != -1:
+            return None
+        return reply[: second + 1]
 
     @property
     def cancel(self) -> str:

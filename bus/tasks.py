@@ -19,7 +19,7 @@ import logging
 import sys
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 __all__ = ["BURST", "TaskSet", "Workers", "loop_clock"]
@@ -82,26 +82,6 @@ class TaskSet:
             self._tasks = tasks = [t for t in tasks if not t.done()]
             self._prune_at = max(64, 2 * len(tasks))
 
-    def start_now(self, coro: Coroutine[Any, Any, Any]) -> None:
-        """Run ``coro`` at once, on the caller's stack, up to its first suspension; a task finishes it.
-
-        For a plain callback (``loop.call_soon``) that must get work done within this turn
-        of the event loop, such as handing replies to the transport before it writes.
-        ``coro`` runs outside any task until it suspends, so it must not depend on the
-        current task (no cancel scopes or timeouts of its own); a publish does not.
-        """
-        if self.closed:
-            coro.close()
-            return
-        try:
-            yielded = coro.send(None)
-        except StopIteration:
-            return
-        except Exception:
-            log.exception("a started coroutine failed")
-            return
-        self.spawn(_Resume(coro, yielded))
-
     async def aclose(self, timeout: float = 2.0) -> None:
         """Cancel every task still running and wait for them (``timeout`` seconds at most)."""
         self.closed = True
@@ -111,54 +91,6 @@ class TaskSet:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
-
-
-class _Resume(Coroutine[Any, Any, Any]):
-    """A coroutine that suspended outside any task, for a task to finish.
-
-    The task's first step receives what the coroutine yielded (a future to wait for, or
-    None to let the loop run once), as if the coroutine had yielded it there; from then
-    on every ``send`` and ``throw`` goes to the coroutine, a cancellation that comes
-    before the task's first step included.
-    """
-
-    __slots__ = ("_coro", "_yielded")
-
-    def __init__(self, coro: Coroutine[Any, Any, Any], yielded: Any) -> None:
-        self._coro = coro
-        self._yielded = yielded
-
-    def send(self, value: Any) -> Any:
-        yielded = self._yielded
-        if yielded is not _HANDED:
-            self._yielded = _HANDED
-            return yielded
-        return self._coro.send(value)
-
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
-        self._yielded = _HANDED
-        if val is None and tb is None:
-            return self._coro.throw(typ)
-        return self._coro.throw(typ, val, tb)  # pragma: no cover - the old three-argument form
-
-    def close(self) -> None:
-        self._coro.close()
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                yielded = self.send(value) if error is None else self.throw(error)
-            except StopIteration as stop:
-                return stop.value
-            try:
-                value, error = (yield yielded), None
-            except BaseException as exc:  # thrown into the coroutine, which decides what it means
-                value, error = None, exc
-
-
-_HANDED: Any = object()
 
 
 class Workers(Generic[T]):
@@ -220,9 +152,14 @@ class Workers(Generic[T]):
             self._start()  # every worker is in a handling that waits: the items behind it get one
 
     def _start(self) -> None:
-        if not self._tasks.closed:
-            self._free += 1
+        if self._tasks.closed:
+            return
+        self._free += 1
+        try:
             self._tasks.spawn(self._work())
+        except BaseException:
+            self._free -= 1
+            raise
 
     async def _work(self) -> None:
         queue = self._queue
@@ -265,5 +202,9 @@ class Workers(Generic[T]):
                     await asyncio.sleep(0)
         finally:
             self._free -= 1
-            if queue and not self._free:
-                self._start()  # items are waiting and this was the last free worker
+            if queue and not self._free and not self._checking:
+                # Items wait and this was the last free worker: a new one starts next turn,
+                # not from here (on 3.12 a task starts eagerly, on this very stack, and a
+                # run of workers that each handle one item and end would grow it).
+                self._checking = True
+                loop.call_soon(self._check)

@@ -271,7 +271,7 @@ class AgentHost:
                 error = AgentError(str(exc) or type(exc).__name__).located(name, env.metadata.hop_count)
             finally:
                 if held is not None:
-                    endpoint.release(correlation_id)
+                    endpoint.release(correlation_id, held)
                 if objective is not None and history is not None:
                     with anyio.CancelScope(shield=True), contextlib.suppress(A2AError):
                         await history.finish_objective(objective, correlation_id)

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import anyio
 import pytest
 
+from a2a import Runtime, Settings
 from a2a.testing import TestBroker
 from bus import codec
 from bus.protocol import REPLIES_HEADER
 from bus.wire import PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope, ResponseEnvelope
 from tests.agents import gated_agent
-from transports import MemoryMessage
+from transports import MemoryMessage, MemoryTransport
 
 from .conftest import MakeRuntime
 
@@ -177,3 +179,63 @@ async def test_batches_stay_under_the_message_limit(broker: TestBroker, make_run
     assert len(spy.batches()) >= 2
     assert max(len(m.data) for m in spy.messages) <= broker.max_payload
     assert server.bus.link.replies_lost == 0
+
+
+async def test_callers_without_a_runtime_reply_subject_never_share_a_batch(
+    broker: TestBroker, make_runtime: MakeRuntime
+) -> None:
+    # Three clients whose reply subjects sit under the reply root but are not shaped
+    # <identity>.<runtimeId>.<correlationId>: each gets its own reply, even asking for batches.
+    agent, gate = gated_agent(10)
+    server = await make_runtime()
+    await server.serve(agent)
+    ns = server.settings.namespace
+    spies = {who: ReplySpy() for who in ("alice", "bob", "carol")}
+    for who, spy in spies.items():
+        await broker.connect().subscribe(f"a2a.{ns}.reply.{who}", spy)
+    raw = broker.connect()
+    for i, who in enumerate(spies):
+        await raw.publish(f"a2a.{ns}.agent.gated", request(i, batch=True), reply=f"a2a.{ns}.reply.{who}")
+    with anyio.fail_after(5):
+        while server.hosts["gated"].accepted < 3:
+            await anyio.sleep(0.001)
+    gate.set()
+    with anyio.fail_after(5):
+        while not all(spy.messages for spy in spies.values()):
+            await anyio.sleep(0.001)
+    await anyio.sleep(0.05)
+    for i, spy in enumerate(spies.values()):
+        (msg,) = spy.messages
+        assert not msg.headers
+        assert json.loads(msg.data)["payload"]["result"] == {"i": i}
+
+
+class TaskBoundTransport(MemoryTransport):
+    """A transport whose publish works only inside a task (as one using asyncio.timeout would)."""
+
+    async def publish(self, subject: str, data: bytes, **kwargs: Any) -> None:
+        async with asyncio.timeout(5):
+            await super().publish(subject, data, **kwargs)
+
+
+async def test_batches_are_published_from_a_task_of_their_own(broker: TestBroker) -> None:
+    agent, gate = gated_agent(CALLS)
+    async with (
+        Runtime(Settings(audit=False), transport=TaskBoundTransport(broker)) as server,
+        Runtime(Settings(audit=False), transport=TaskBoundTransport(broker)) as client,
+    ):
+        await server.serve(agent)
+        results: dict[int, Any] = {}
+
+        async def call(i: int) -> None:
+            results[i] = await client.call("gated", "echo", {"i": i}, timeout=5)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(CALLS):
+                tg.start_soon(call, i)
+            with anyio.fail_after(5):
+                while server.hosts["gated"].accepted < CALLS:
+                    await anyio.sleep(0.001)
+            gate.set()
+        assert results == {i: {"i": i} for i in range(CALLS)}
+        assert server.bus.link.replies_lost == 0

@@ -44,3 +44,21 @@ def test_subject_layout() -> None:
     for bad in ("a.b", "x y", "", "*"):
         with pytest.raises(ValueError):
             s.agent(bad)
+
+
+@pytest.mark.parametrize(
+    ("reply", "prefix"),
+    [
+        ("a2a.prod.reply.alice.r1.c42", "a2a.prod.reply.alice.r1."),
+        ("a2a.prod.reply.alice.r1", None),  # no correlation token
+        ("a2a.prod.reply.alice", None),
+        ("a2a.prod.reply.alice.r1.c42.x", None),  # one token too many
+        ("a2a.prod.reply..r1.c42", None),
+        ("a2a.prod.reply.alice..c42", None),
+        ("a2a.prod.reply.alice.r1.", None),
+        ("a2a.other.reply.alice.r1.c42", None),  # another namespace
+        ("_INBOX.abc.c42", None),
+    ],
+)
+def test_only_runtime_shaped_reply_subjects_name_a_runtime(reply: str, prefix: str | None) -> None:
+    assert Subjects("prod").runtime_prefix(reply) == prefix

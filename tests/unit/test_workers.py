@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import sys
 
 import pytest
 
@@ -12,6 +13,13 @@ from bus.tasks import BURST, TaskSet, Workers
 pytestmark = pytest.mark.anyio
 
 var: contextvars.ContextVar[str] = contextvars.ContextVar("var")
+
+
+def stack_depth() -> int:
+    frame, depth = sys._getframe(1), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1  # type: ignore[assignment]
+    return depth
 
 
 async def settle(workers: Workers[object], timeout: float = 2.0) -> None:
@@ -186,38 +194,34 @@ async def test_closing_cancels_workers_and_later_items_never_run() -> None:
     assert ran == [1]
 
 
-async def test_start_now_runs_at_once_and_finishes_in_a_task_when_it_waits() -> None:
-    steps: list[str] = []
+async def test_a_run_of_handlings_that_each_leave_state_behind_handles_every_item() -> None:
+    # Every worker ends after one item; each successor starts on a fresh stack (on 3.12,
+    # where tasks start eagerly, starting it from the ending one would grow the stack).
+    seen: set[asyncio.Task[object] | None] = set()
+    depths: list[int] = []
+    handled = 0
 
-    async def quick() -> None:
-        steps.append("quick")
-
-    async def slow() -> None:
-        steps.append("slow started")
-        await asyncio.sleep(0.01)
-        steps.append("slow finished")
-
-    async def failing() -> None:
-        raise RuntimeError("boom")
+    async def handle(item: int) -> None:
+        nonlocal handled
+        handled += 1
+        if item >= 0:
+            seen.add(asyncio.current_task())
+            depths.append(stack_depth())
+            var.set(f"left behind by {item}")
 
     tasks = TaskSet()
-    tasks.start_now(quick())
-    tasks.start_now(slow())
-    tasks.start_now(failing())  # logged, not raised into the caller
-    assert steps == ["quick", "slow started"]  # both ran at once, up to the first wait
+    workers: Workers[int] = Workers(handle, tasks)
+    workers.submit(-1)  # leaves a worker waiting: the next submit wakes it, the rest queue up
+    await settle(workers)  # type: ignore[arg-type]
+    for i in range(2000):
+        workers.submit(i)
+    async with asyncio.timeout(10):
+        while handled < 2001:
+            await asyncio.sleep(0)
+    assert len(seen) == 2000  # no handling ran after another's state
+    assert max(depths) - min(depths) < 10  # each worker started on a fresh stack
+    workers.submit(2000)  # and the next item still finds a worker
     async with asyncio.timeout(1):
-        while "slow finished" not in steps:
-            await asyncio.sleep(0.001)
-
-    stopped = asyncio.Event()
-
-    async def forever() -> None:
-        try:
-            await asyncio.sleep(10)
-        except asyncio.CancelledError:
-            stopped.set()
-            raise
-
-    tasks.start_now(forever())
-    await tasks.aclose(timeout=1)
-    assert stopped.is_set()
+        while handled < 2002:
+            await asyncio.sleep(0)
+    await tasks.aclose()

@@ -1,0 +1,86 @@
+"""Calls an endpoint holds: stopping one never reaches another handled later by the same worker."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import anyio
+import pytest
+
+from a2a import A2AError, Agent, Context
+
+from .conftest import MakeRuntime
+
+pytestmark = pytest.mark.anyio
+
+LONG = 10
+
+
+async def test_a_deadline_seen_for_a_finished_call_does_not_stop_the_next_one(
+    make_runtime: MakeRuntime,
+) -> None:
+    # The sweep takes a snapshot of held calls and publishes acks for the long ones (each
+    # publish lets the loop run). Meanwhile call X, which it saw past its deadline, ends,
+    # and its worker takes call Z. The sweep must not stop Z for X's deadline.
+    agent = Agent("w", max_concurrency=50)
+    gates: dict[str, asyncio.Event] = {}
+    stopped: list[str] = []
+
+    @agent.action("wait")
+    async def wait(ctx: Context, params: dict[str, Any]) -> Any:
+        key = params["k"]
+        try:
+            if key == "z":
+                await asyncio.sleep(0.2)
+            else:
+                await gates.setdefault(key, asyncio.Event()).wait()
+        except asyncio.CancelledError:
+            stopped.append(key)
+            raise
+        return key
+
+    server, client = await make_runtime(), await make_runtime()
+    await server.serve(agent)
+    host = server.hosts["w"]
+    assert host.endpoint is not None
+    held_calls = host.endpoint.held
+    results: dict[str, Any] = {}
+
+    async def call(key: str, timeout: float) -> None:
+        try:
+            results[key] = await client.call("w", "wait", {"k": key}, timeout=timeout)
+        except A2AError as exc:
+            results[key] = exc.code
+
+    async def z_after_x() -> None:
+        while "x" not in results:
+            await asyncio.sleep(0)
+        await call("z", 2)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(LONG):
+            tg.start_soon(call, f"long{i}", 60)
+        with anyio.fail_after(5):
+            while len(held_calls) < LONG:
+                await anyio.sleep(0.001)
+        tg.start_soon(call, "x", 30)
+        with anyio.fail_after(5):
+            while len(held_calls) < LONG + 1:
+                await anyio.sleep(0.001)
+        *long_calls, x = list(held_calls.values())
+        for held in long_calls:
+            held.acked = False  # as when they reach ACK_AFTER: the sweep publishes an ack each
+        tg.start_soon(z_after_x)
+        await asyncio.sleep(0)
+        gates.setdefault("x", asyncio.Event()).set()  # X ends while the sweep is under way
+        await host.endpoint.sweep(x.deadline)
+        with anyio.fail_after(5):
+            while "z" not in results:
+                await anyio.sleep(0.01)
+        for i in range(LONG):
+            gates.setdefault(f"long{i}", asyncio.Event()).set()
+    assert results["x"] == "x"
+    assert results["z"] == "z"
+    assert stopped == []
+    assert host.stats.handled == LONG + 2
