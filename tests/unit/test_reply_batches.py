@@ -39,6 +39,25 @@ class ReplySpy:
         ]
 
 
+async def call_through_the_gate(
+    client: Runtime, server: Runtime, gate: anyio.Event, params: list[dict[str, Any]]
+) -> dict[int, Any]:
+    """Call ``gated.echo`` once per params, all at once; open the gate when every call is held."""
+    results: dict[int, Any] = {}
+
+    async def call(i: int) -> None:
+        results[i] = await client.call("gated", "echo", params[i], timeout=5)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(params)):
+            tg.start_soon(call, i)
+        with anyio.fail_after(5):
+            while server.hosts["gated"].accepted < len(params):
+                await anyio.sleep(0.001)
+        gate.set()
+    return results
+
+
 async def test_concurrent_replies_travel_in_batches_and_each_call_gets_its_own(
     broker: TestBroker, make_runtime: MakeRuntime
 ) -> None:
@@ -47,18 +66,7 @@ async def test_concurrent_replies_travel_in_batches_and_each_call_gets_its_own(
     await server.serve(agent)
     spy = ReplySpy()
     await broker.connect().subscribe(f"a2a.{client.settings.namespace}.reply.>", spy)
-    results: dict[int, Any] = {}
-
-    async def call(i: int) -> None:
-        results[i] = await client.call("gated", "echo", {"i": i}, timeout=5)
-
-    async with anyio.create_task_group() as tg:
-        for i in range(CALLS):
-            tg.start_soon(call, i)
-        with anyio.fail_after(5):
-            while server.hosts["gated"].accepted < CALLS:
-                await anyio.sleep(0.001)
-        gate.set()
+    results = await call_through_the_gate(client, server, gate, [{"i": i} for i in range(CALLS)])
     assert results == {i: {"i": i} for i in range(CALLS)}
     replies = [m for m in spy.messages if m.data]
     assert spy.batches(), "no reply batch was sent"
@@ -163,18 +171,7 @@ async def test_batches_stay_under_the_message_limit(broker: TestBroker, make_run
     spy = ReplySpy()
     await broker.connect().subscribe(f"a2a.{client.settings.namespace}.reply.>", spy)
     text = "x" * 10_000  # 20 replies of 10 KB: more than one 64 KiB message holds
-    results: dict[int, Any] = {}
-
-    async def call(i: int) -> None:
-        results[i] = await client.call("gated", "echo", {"i": i, "text": text}, timeout=5)
-
-    async with anyio.create_task_group() as tg:
-        for i in range(20):
-            tg.start_soon(call, i)
-        with anyio.fail_after(5):
-            while server.hosts["gated"].accepted < 20:
-                await anyio.sleep(0.001)
-        gate.set()
+    results = await call_through_the_gate(client, server, gate, [{"i": i, "text": text} for i in range(20)])
     assert results == {i: {"i": i, "text": text} for i in range(20)}
     assert len(spy.batches()) >= 2
     assert max(len(m.data) for m in spy.messages) <= broker.max_payload
@@ -225,17 +222,6 @@ async def test_batches_are_published_from_a_task_of_their_own(broker: TestBroker
         Runtime(Settings(audit=False), transport=TaskBoundTransport(broker)) as client,
     ):
         await server.serve(agent)
-        results: dict[int, Any] = {}
-
-        async def call(i: int) -> None:
-            results[i] = await client.call("gated", "echo", {"i": i}, timeout=5)
-
-        async with anyio.create_task_group() as tg:
-            for i in range(CALLS):
-                tg.start_soon(call, i)
-            with anyio.fail_after(5):
-                while server.hosts["gated"].accepted < CALLS:
-                    await anyio.sleep(0.001)
-            gate.set()
+        results = await call_through_the_gate(client, server, gate, [{"i": i} for i in range(CALLS)])
         assert results == {i: {"i": i} for i in range(CALLS)}
         assert server.bus.link.replies_lost == 0
