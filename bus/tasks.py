@@ -146,6 +146,12 @@ class Workers(Generic[T]):
         if not self._free:
             self._start()
 
+    def _check_next_turn(self) -> None:
+        """With items queued and no free worker, look again at the next turn (once per turn)."""
+        if self._queue and not self._free and not self._checking:
+            self._checking = True
+            asyncio.get_running_loop().call_soon(self._check)
+
     def _check(self) -> None:
         self._checking = False
         if self._queue and not self._free:
@@ -185,9 +191,7 @@ class Workers(Generic[T]):
                     continue
                 item = queue.popleft()
                 self._free -= 1
-                if queue and not self._free and not self._checking:
-                    self._checking = True
-                    loop.call_soon(self._check)  # next turn: is this handling waiting with items queued?
+                self._check_next_turn()  # is this handling then waiting, with items queued?
                 try:
                     await handle(item)
                 except Exception:  # a bug in ``handle``: report it, keep serving
@@ -202,9 +206,7 @@ class Workers(Generic[T]):
                     await asyncio.sleep(0)
         finally:
             self._free -= 1
-            if queue and not self._free and not self._checking:
-                # Items wait and this was the last free worker: a new one starts next turn,
-                # not from here (on 3.12 a task starts eagerly, on this very stack, and a
-                # run of workers that each handle one item and end would grow it).
-                self._checking = True
-                loop.call_soon(self._check)
+            # Items may wait and this was the last free worker: a new one starts next turn,
+            # not from here (on 3.12 a task starts eagerly, on this very stack, and a run of
+            # workers that each handle one item and end would grow it).
+            self._check_next_turn()
