@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import anyio
 
-from transports import Message, Subscription, Transport
+from transports import Transport
 
 from ._pending import PendingCalls
 from .callee import Deliver, Endpoint
@@ -15,7 +15,7 @@ from .caller import Caller, CallerStats
 from .ids import new_id
 from .limits import check_hops
 from .link import Link
-from .protocol import SWEEP_EVERY, decode_cancel
+from .protocol import SWEEP_EVERY
 from .subjects import Subjects
 from .wire import Envelope
 
@@ -47,13 +47,12 @@ class Bus:
         identity: str = "anon",
         max_payload: int | None = None,
     ) -> None:
-        subjects = Subjects(namespace)
+        subjects = Subjects(namespace, identity)
         self.runtime_id = runtime_id or new_id()
         self.link = Link(transport, subjects, max_payload=max_payload)
         self.reply_prefix = subjects.reply_prefix(identity, self.runtime_id)
         self.caller = Caller(self.link, self.reply_prefix, self.withdraw)
         self.endpoints: list[Endpoint] = []
-        self._cancels: Subscription | None = None
 
     @property
     def transport(self) -> Transport:
@@ -72,17 +71,13 @@ class Bus:
         return self.caller.stats
 
     async def start(self) -> None:
-        """Subscribe to this runtime's replies and to cancel notices."""
+        """Subscribe to this runtime's replies."""
         transport = self.link.transport
         transport.on_permission_error = self.caller.on_permission_error
         transport.on_reconnected = self._reconnected
         await self.caller.start()
-        self._cancels = await self.link.subscribe(self.subjects.cancel, self._on_cancel)
 
     async def aclose(self) -> None:
-        if self._cancels is not None:
-            await self._cancels.unsubscribe()
-            self._cancels = None
         await self.caller.aclose()
         await self.link.aclose()
 
@@ -134,13 +129,7 @@ class Bus:
             self.endpoints.remove(endpoint)
 
     def withdraw(self, correlation_id: str) -> None:
+        """Stop a call this runtime sent to one of its own endpoints."""
+        sender = self.subjects.sender
         for endpoint in self.endpoints:
-            endpoint.withdraw((correlation_id,))
-
-    async def _on_cancel(self, msg: Message) -> None:
-        notice = decode_cancel(msg.data)
-        if notice is None:
-            log.warning("malformed cancel notice dropped")
-            return
-        for endpoint in self.endpoints:
-            endpoint.withdraw(notice.correlation_ids)
+            endpoint.withdraw((correlation_id,), sender)

@@ -1,11 +1,12 @@
 """The callee half of the delivery protocol: one agent instance's subscriptions, held calls and replies.
 
 An :class:`Endpoint` subscribes to the agent's subject (queue group = agent name), to its
-own instance subject and to the agent's notification topics. Before a message reaches
-the host it answers liveness probes and recognises a call sent again after a lost
-connection (same reply subject): a repeat is answered from the reply cache, never run
-twice. While a call is held it is acknowledged to its caller after ``ACK_AFTER``
-seconds, stopped at its deadline, and stopped when its caller withdraws it.
+own instance subject, to the agent's cancel subject and to the agent's notification
+topics, each from any sender. Before a message reaches the host it answers liveness
+probes, takes cancels, and recognises a call sent again after a lost connection (same
+reply subject): a repeat is answered from the reply cache, never run twice. While a call
+is held it is acknowledged to its caller after ``ACK_AFTER`` seconds, stopped at its
+deadline, and stopped when the runtime that sent it withdraws it.
 """
 
 from __future__ import annotations
@@ -17,11 +18,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import msgspec
-
 from transports import Message, Subscription
 
-from .codec import encode_envelope
+from .codec import ENCODE_ERRORS, encode_envelope
 from .errors import A2AError, AgentError, Cancelled, PayloadTooLarge
 from .ids import new_id
 from .link import Link
@@ -29,16 +28,20 @@ from .protocol import (
     ACK_AFTER,
     ACK_HEADER,
     ALIVE_HEADER,
+    CANCEL_HEADER,
     DEADLINE,
     PROBE_HEADER,
     REPLY_CACHE_BYTES,
     REPLY_CACHE_SIZE,
     WITHDRAWN,
+    decode_cancel,
 )
+from .rejects import Rejects
 from .wire import (
     PROTOCOL_VERSION,
     Envelope,
     ErrorEnvelope,
+    ErrorInfo,
     Metadata,
     Payload,
     RequestEnvelope,
@@ -61,11 +64,15 @@ class Held:
     ``started`` and ``deadline`` are on the event loop's clock.
     """
 
-    __slots__ = ("acked", "deadline", "reason", "released", "reply", "started", "task")
+    __slots__ = ("acked", "deadline", "reason", "released", "reply", "sender", "started", "task")
 
-    def __init__(self, task: asyncio.Task[Any], reply: str, started: float, deadline: float) -> None:
+    def __init__(
+        self, task: asyncio.Task[Any], reply: str, started: float, deadline: float, sender: str = ""
+    ) -> None:
         self.task = task
         self.reply = reply
+        self.sender = sender
+        """The sender token of the request's subject: only it may withdraw the call."""
         self.started = started
         self.deadline = deadline
         self.acked = False
@@ -100,6 +107,8 @@ class Endpoint:
         self.deliver = deliver
         self.repeated = 0
         """Calls received again (after a reconnect) and answered from the reply cache."""
+        self.cancel_rejects = Rejects(log, f"{instance_id}: cancel notice")
+        """Cancel notices dropped: malformed, or not from the sender of the call they name."""
         self.held: dict[str, Held] = {}
         self._runtime_replies = runtime_replies
         self._replies: dict[str, bytes | None] = {}
@@ -108,16 +117,17 @@ class Endpoint:
         self._local: list[str] = []
 
     async def open(self) -> None:
-        """Subscribe: the agent's queue group, this instance, the agent's topics."""
+        """Subscribe: the agent's queue group, this instance, the agent's cancels and topics."""
         subjects = self.link.subjects
-        agent_subject, instance_subject = subjects.agent(self.agent), subjects.instance(self.instance_id)
-        self._subs.append(await self.link.subscribe(agent_subject, self.on_message, queue=self.agent))
-        self._subs.append(await self.link.subscribe(instance_subject, self.on_message))
+        anyone = subjects.receiving()
+        link = self.link
+        self._subs.append(await link.subscribe(anyone.agent(self.agent), self.on_message, queue=self.agent))
+        self._subs.append(await link.subscribe(anyone.instance(self.instance_id), self.on_message))
+        self._subs.append(await link.subscribe(anyone.cancel(self.agent), self.on_cancel))
         for topic in self.topics:
-            self._subs.append(
-                await self.link.subscribe(subjects.notify(topic), self.on_message, queue=self.agent)
-            )
-        for subject in (agent_subject, instance_subject):
+            self._subs.append(await link.subscribe(anyone.notify(topic), self.on_message, queue=self.agent))
+        # What this process publishes to its own endpoints is handed over directly.
+        for subject in (subjects.agent(self.agent), subjects.instance(self.instance_id)):
             self.link.attach(subject, self.on_message)
             self._local.append(subject)
 
@@ -133,10 +143,14 @@ class Endpoint:
     async def on_message(self, msg: Message) -> None:
         """Subscription callback: answer probes and repeats here, hand the rest to the host."""
         headers = msg.headers
-        if headers and PROBE_HEADER in headers:
-            if msg.reply:
-                await self._publish(msg.reply, b"", {ALIVE_HEADER: self.instance_id})
-            return
+        if headers:
+            if PROBE_HEADER in headers:
+                if msg.reply:
+                    await self._publish(msg.reply, b"", {ALIVE_HEADER: self.instance_id})
+                return
+            if CANCEL_HEADER in headers:
+                await self.on_cancel(msg)
+                return
         reply = msg.reply
         if reply.startswith(self._runtime_replies):  # a runtime caller may send a call again
             replies = self._replies
@@ -165,12 +179,28 @@ class Endpoint:
         if self.held.get(correlation_id) is held:
             del self.held[correlation_id]
 
-    def withdraw(self, correlation_ids: Iterable[str]) -> None:
-        """Stop the handlers of calls their callers withdrew."""
+    async def on_cancel(self, msg: Message) -> None:
+        """A cancel notice: withdraw the calls it names that its sender sent."""
+        notice = decode_cancel(msg.data)
+        if notice is None:
+            self.cancel_rejects("malformed", msg.subject)
+            return
+        self.withdraw(notice.correlation_ids, self.link.subjects.sender_of(msg.subject))
+
+    def withdraw(self, correlation_ids: Iterable[str], sender: str) -> None:
+        """Stop the handlers of calls that ``sender`` sent and now withdraws.
+
+        A notice naming a call someone else sent is ignored (and counted): with
+        credentials, the server proves the sender token of both subjects.
+        """
         for correlation_id in correlation_ids:
             held = self.held.get(correlation_id)
-            if held is not None:
-                held.cancel(WITHDRAWN)
+            if held is None:
+                continue
+            if held.sender != sender:
+                self.cancel_rejects("not the sender", f"{correlation_id} from {sender!r}")
+                continue
+            held.cancel(WITHDRAWN)
 
     def cancel_all(self, reason: str) -> None:
         for held in list(self.held.values()):
@@ -227,7 +257,7 @@ class Endpoint:
         error: A2AError
         try:
             data = encode_envelope(response)
-        except (TypeError, msgspec.EncodeError) as exc:
+        except ENCODE_ERRORS as exc:
             error = AgentError(f"result of {request.payload.action!r} is not JSON-serialisable: {exc}")
         else:
             limit = self.link.max_payload
@@ -269,7 +299,16 @@ class Endpoint:
             ),
         )
         batch = request is not None and request.metadata.batch_replies
-        await self._send(reply, self.link.encode(envelope), batch)
+        try:
+            data = self.link.encode(envelope)
+        except (A2AError, *ENCODE_ERRORS):
+            # Details or a message too large (or odd) to travel: the code alone still does.
+            envelope.payload.error = ErrorInfo(
+                code=error.code, message=error.message[:1000], agent=error.agent, hop=error.hop
+            )
+            envelope.payload.usage = usage
+            data = self.link.encode(envelope)
+        await self._send(reply, data, batch)
 
     async def _send(self, reply: str, data: bytes, batch: bool) -> None:
         """Send a reply (batched when its caller accepts that), keeping it to answer a repeat."""

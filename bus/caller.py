@@ -27,14 +27,14 @@ from .errors import (
     InvalidEnvelope,
     NoResponders,
     PermissionDenied,
-    Unavailable,
     error_from_info,
 )
 from .ids import new_id
 from .limits import check_hops
 from .link import Link
-from .protocol import ACK_HEADER, PROBE_HEADER, REPLIES_HEADER, SETTLING, encode_cancel
-from .subjects import is_name
+from .protocol import ACK_HEADER, CANCEL_HEADER, PROBE_HEADER, REPLIES_HEADER, SETTLING, encode_cancel
+from .rejects import Rejects
+from .subjects import instance_agent, is_name
 from .tasks import TaskSet
 from .wire import ErrorEnvelope, RequestEnvelope, ResponseEnvelope
 
@@ -70,6 +70,8 @@ class Caller:
         self.reply_prefix = reply_prefix
         self.pending = PendingCalls()
         self.stats = CallerStats()
+        self.rejects = Rejects(log, "reply")
+        """Replies, batch lines and acknowledgements dropped as malformed or misdirected."""
         self._withdraw_local = withdraw_local
         self._sub: Subscription | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -129,7 +131,7 @@ class Caller:
             self.pending.close(correlation_id)
             if outcome is TIMED_OUT:
                 with anyio.CancelScope(shield=True):
-                    await self._withdraw(correlation_id, slot.local)
+                    await self._withdraw(correlation_id, slot)
         if type(outcome) is bytes:
             return self._parse_reply(outcome, envelope)
         target = _target_of(envelope)
@@ -165,15 +167,30 @@ class Caller:
             details={"field": "type"},
         )
 
-    async def _withdraw(self, correlation_id: str, local: bool) -> None:
-        """Tell whoever handles this call to stop (best effort, bounded)."""
-        if local:
+    async def _withdraw(self, correlation_id: str, slot: Reply) -> None:
+        """Tell whoever handles this call to stop (best effort, bounded).
+
+        The cancel goes to the instance holding the call when the caller knows it (the call
+        was routed to an instance, or one acknowledged it), else to the target agent's
+        cancel subject, which only that agent's instances receive; the callee accepts it
+        only from the sender of the call (``Endpoint.withdraw``).
+        """
+        if slot.local:
             self._withdraw_local(correlation_id)
             return
+        subjects = self.link.subjects
+        data = encode_cancel(correlation_id)
+        headers: dict[str, str] | None = {CANCEL_HEADER: "1"}
+        if slot.instance is not None:
+            subject = subjects.instance(slot.instance)
+        elif subjects.is_instance(slot.subject):
+            subject = slot.subject
+        else:
+            subject, headers = subjects.cancel(subjects.agent_of(slot.subject)), None
         with anyio.move_on_after(1.0):
             try:
-                await self.link.publish(self.link.subjects.cancel, encode_cancel(correlation_id))
-            except Unavailable as exc:
+                await self.link.publish(subject, data, headers=headers)
+            except A2AError as exc:
                 log.debug("could not publish cancel notice: %s", exc)
 
     async def on_reply(self, msg: Message) -> None:
@@ -181,12 +198,10 @@ class Caller:
         headers = msg.headers
         if headers:
             if REPLIES_HEADER in headers:
-                self._on_batch(msg.data)
+                self._on_batch(correlation_id, msg.data)
                 return
             if ACK_HEADER in headers:
-                instance = headers[ACK_HEADER]
-                if is_name(instance):  # it names a subject to probe later: only a valid token
-                    self.pending.acknowledge(correlation_id, instance)
+                self._on_ack(correlation_id, headers[ACK_HEADER])
                 return
             if is_no_responders(msg):
                 if not self._retry_while_settling(correlation_id):
@@ -195,9 +210,30 @@ class Caller:
         if not self.pending.resolve(correlation_id, msg.data):
             log.debug("late or unknown reply %s dropped", correlation_id)
 
-    def _on_batch(self, data: bytes) -> None:
-        """Settle each call a reply batch answers (``bus/protocol.py``); bad lines are dropped."""
-        resolve = self.pending.resolve
+    def _on_ack(self, correlation_id: str, instance: str) -> None:
+        """An instance says it holds the call: it is probed from now on (and cancels go to it)."""
+        slot = self.pending.get(correlation_id)
+        if slot is None:
+            return
+        # It names a subject to probe later: only a valid token, and an instance of the agent
+        # the call went to (whoever answers on the reply subject received the call).
+        if is_name(instance) and instance_agent(instance) == self.link.subjects.agent_of(slot.subject):
+            self.pending.acknowledge(correlation_id, instance)
+        else:
+            self.stats.invalid_replies += 1
+            self.rejects("acknowledgement", f"{instance!r} for a call to {slot.subject}")
+
+    def _on_batch(self, carrier: str, data: bytes) -> None:
+        """Settle each call a reply batch answers (``bus/protocol.py``); bad lines are dropped.
+
+        Only the instance that received the call on whose reply subject the batch came may
+        publish there, so a line is accepted only for a call sent to the same agent: a
+        callee cannot answer, inside a batch, calls that went to other agents.
+        """
+        pending = self.pending
+        via = pending.get(carrier)
+        subject = via.subject if via is not None else None
+        agent: str | None = None
         for line in data.split(b"\n"):
             token, _, reply = line.partition(b" ")
             try:
@@ -206,9 +242,20 @@ class Caller:
                 correlation_id = ""
             if not correlation_id or not reply:
                 self.stats.invalid_replies += 1
-                log.warning("malformed line in a reply batch dropped")
-            elif not resolve(correlation_id, reply):
-                log.debug("late or unknown reply %s dropped", correlation_id)
+                self.rejects("malformed batch line", line[:100])
+                continue
+            slot = pending.get(correlation_id)
+            if slot is None:
+                pending.resolve(correlation_id, reply)  # counted as a late reply
+                continue
+            if slot.subject != subject:  # another instance or agent: same agent at least?
+                if agent is None and subject is not None:
+                    agent = self.link.subjects.agent_of(subject)
+                if agent is None or self.link.subjects.agent_of(slot.subject) != agent:
+                    self.stats.invalid_replies += 1
+                    self.rejects("batch line for another agent", correlation_id)
+                    continue
+            pending.resolve(correlation_id, reply)
 
     # -- after a reconnect -------------------------------------------------------------
 

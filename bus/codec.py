@@ -9,7 +9,7 @@ import msgspec
 from .errors import InvalidEnvelope, UnsupportedVersion
 from .wire import SUPPORTED_VERSIONS, Envelope
 
-__all__ = ["bad_field", "decode_envelope", "encode_envelope", "ensure_supported_version"]
+__all__ = ["ENCODE_ERRORS", "bad_field", "decode_envelope", "encode_envelope", "ensure_supported_version"]
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(Envelope)
@@ -19,7 +19,13 @@ _MISSING = re.compile(r"missing required field `(?P<field>[^`]+)`")
 
 
 encode_envelope = _encoder.encode
-"""Encode an envelope to JSON bytes (the encoder's own method: no Python frame per message)."""
+"""Encode an envelope to JSON bytes (the encoder's own method: no Python frame per message).
+
+Raises TypeError or msgspec.EncodeError for values JSON cannot hold, RecursionError for
+structures nested too deep: see :data:`ENCODE_ERRORS`."""
+
+ENCODE_ERRORS = (TypeError, ValueError, RecursionError, msgspec.EncodeError)
+"""What encoding a handler's result (any Python value) may raise."""
 
 
 def decode_envelope(data: bytes) -> Envelope:
@@ -36,6 +42,12 @@ def decode_envelope(data: bytes) -> Envelope:
         raise InvalidEnvelope(f"invalid envelope: {exc}", details={"field": field}) from None
     except msgspec.DecodeError as exc:
         raise InvalidEnvelope(f"malformed envelope: {exc}", details={"field": "$"}) from None
+    except (UnicodeDecodeError, RecursionError, ValueError, TypeError) as exc:
+        # Invalid UTF-8 inside a string, nesting deeper than the decoder's stack: the
+        # decoder raises these rather than its own errors. Whatever the bytes, the
+        # receiver gets one typed error.
+        reason = "invalid UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)
+        raise InvalidEnvelope(f"malformed envelope: {reason}", details={"field": "$"}) from None
 
 
 def bad_field(message: str) -> str:

@@ -1,16 +1,20 @@
 """The delivery protocol's vocabulary: control headers, timings and the cancel notice.
 
 A call is a request published with a reply subject of the calling runtime. Besides the
-reply itself, four control messages travel (each an empty body with one header):
+reply itself, four control messages travel:
 
     callee -> caller   A2A-Ack: <instanceId>     on the reply subject of a call held for
-                                                 more than ACK_AFTER seconds
+                                                 more than ACK_AFTER seconds (empty body)
     caller -> callee   A2A-Probe: 1              on the subject of the instance holding a call
-    callee -> caller   A2A-Alive: <instanceId>   the answer to a probe
-    caller -> all      CancelNotice              on ``a2a.<ns>.cancel`` when a call is withdrawn
+    callee -> caller   A2A-Alive: <instanceId>   the answer to a probe (empty body)
+    caller -> callee   CancelNotice              when a call is withdrawn: with the header
+                                                 ``A2A-Cancel: 1`` on the subject of the
+                                                 instance holding it when the caller knows
+                                                 it, else on ``a2a.<ns>.cancel.<agent>.<sender>``
 
 A dead instance has no subscription left, so a probe to it is answered by the server's
-"no responders" status, and the caller ends the call with AGENT_LOST.
+"no responders" status, and the caller ends the call with AGENT_LOST. A callee accepts a
+cancel only from the sender of the call it withdraws (the sender token of both subjects).
 
 Replies may travel together. A caller that sets ``metadata.batchReplies`` on its requests
 accepts a reply batch: one message, on the reply subject of one of the calls it answers,
@@ -25,12 +29,16 @@ per message.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
+from msgspec import Meta
 
 __all__ = [
     "ACK_AFTER",
     "ACK_HEADER",
     "ALIVE_HEADER",
+    "CANCEL_HEADER",
     "DEADLINE",
     "PROBE_HEADER",
     "REPLIES_HEADER",
@@ -49,6 +57,7 @@ ACK_HEADER = "A2A-Ack"
 PROBE_HEADER = "A2A-Probe"
 ALIVE_HEADER = "A2A-Alive"
 REPLIES_HEADER = "A2A-Replies"
+CANCEL_HEADER = "A2A-Cancel"
 
 ACK_AFTER = 0.2
 """Calls still in hand after this long are acknowledged to their callers, who then probe."""
@@ -69,10 +78,10 @@ DEADLINE = "deadline"
 
 
 class CancelNotice(msgspec.Struct, rename="camel"):
-    """Published on ``a2a.<ns>.cancel`` when a caller withdraws calls."""
+    """Sent to the callee when a caller withdraws calls."""
 
-    correlation_ids: list[str]
-    reason: str = "cancelled"
+    correlation_ids: Annotated[list[Annotated[str, Meta(max_length=256)]], Meta(max_length=1024)]
+    reason: Annotated[str, Meta(max_length=256)] = "cancelled"
 
 
 _encoder = msgspec.json.Encoder()
@@ -87,5 +96,5 @@ def decode_cancel(data: bytes) -> CancelNotice | None:
     """The notice, or None when the bytes are not one."""
     try:
         return _decoder.decode(data)
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError, ValueError):
         return None

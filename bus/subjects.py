@@ -1,14 +1,19 @@
 """The NATS subject layout. Every subject the runtime uses is built here.
 
-    a2a.<ns>.agent.<name>                           requests to any instance (queue group = name)
-    a2a.<ns>.inst.<name>.<instanceId>               requests to one instance (registry routing, probes)
-    a2a.<ns>.notify.<topic>                         notifications, fan-out to every subscriber
+    a2a.<ns>.agent.<name>.<sender>                  requests to any instance (queue group = name)
+    a2a.<ns>.inst.<name>.<instanceId>.<sender>      requests to one instance (registry routing,
+                                                    probes, cancels of acknowledged calls)
+    a2a.<ns>.notify.<sender>.<topic>                notifications, fan-out to every subscriber
+    a2a.<ns>.cancel.<name>.<sender>                 withdrawn calls no instance acknowledged yet
     a2a.<ns>.reply.<identity>.<runtimeId>.<corrId>  replies to one runtime's pending calls
-    a2a.<ns>.cancel                                 withdrawn calls, so callees stop working on them
     a2a.<ns>.audit.<agent>                          audit records (kept by a JetStream stream)
 
-The agent name inside instance subjects and the NATS identity inside reply subjects
-let nats-server permissions be granted per agent (``a2a nats-config``).
+``<sender>`` is the identity of the runtime that publishes (its NATS user). Receivers
+subscribe with a wildcard in its place and read it from the subject; nats-server
+permissions (``a2a nats-config``) let each user publish only with its own name there, so
+with credentials the server proves who sent a request, a notification or a cancel.
+Replies need no sender token: only the instance that received a request may answer on
+its reply subject (``allow_responses``).
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from __future__ import annotations
 import re
 
 __all__ = ["Subjects", "identity_token", "instance_agent", "is_name", "validate_name"]
+
+ANY = "*"
+"""The sender token of subscriptions: requests from anyone (the subject tells who)."""
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _TOPIC = re.compile(r"^[A-Za-z0-9_-]{1,128}(\.[A-Za-z0-9_-]{1,128})*$")
@@ -46,21 +54,51 @@ def identity_token(identity: str) -> str:
 
 
 class Subjects:
-    """Subjects of one namespace."""
+    """Subjects of one namespace, as the runtime named ``sender`` publishes them.
 
-    def __init__(self, namespace: str = "default") -> None:
+    Methods build the subjects this runtime publishes on (its own name as the sender);
+    with ``sender=ANY`` they build the subscriptions that receive from everyone.
+    """
+
+    def __init__(self, namespace: str = "default", sender: str = "anon") -> None:
         self.namespace = validate_name("namespace", namespace)
+        self.sender = sender if sender == ANY else identity_token(sender)
         self.root = f"a2a.{namespace}"
         self.reply_root = f"{self.root}.reply."
         """Reply subjects of runtimes start with this; other repliers are plain NATS clients."""
+        self._notify_root = f"{self.root}.notify."
+        self._inst_root = f"{self.root}.inst."
         # Routing builds an instance or agent subject per call: validated once, then cached.
         self._cache: dict[str, str] = {}
+
+    def receiving(self) -> Subjects:
+        """The same namespace's subjects with a wildcard sender: what receivers subscribe to."""
+        return Subjects(self.namespace, ANY)
+
+    def sender_of(self, subject: str) -> str:
+        """The sender token of a request, notification or cancel subject of this namespace."""
+        if subject.startswith(self._notify_root):
+            start = len(self._notify_root)
+            end = subject.find(".", start)
+            return subject[start:end] if end > 0 else ""
+        return subject[subject.rfind(".") + 1 :]
+
+    def is_instance(self, subject: str) -> bool:
+        """True for a subject addressed to one instance."""
+        return subject.startswith(self._inst_root)
+
+    def agent_of(self, subject: str) -> str:
+        """The agent a request subject of this namespace addresses (the token after agent/inst)."""
+        start = subject.find(".", len(self.root) + 1) + 1
+        end = subject.find(".", start)
+        return subject[start:end] if start > 0 and end > start else ""
 
     def agent(self, name: str) -> str:
         key = "a" + name
         subject = self._cache.get(key)
         if subject is None:
-            subject = self._remember(key, f"{self.root}.agent.{validate_name('agent name', name)}")
+            name = validate_name("agent name", name)
+            subject = self._remember(key, f"{self.root}.agent.{name}.{self.sender}")
         return subject
 
     def instance(self, instance_id: str) -> str:
@@ -69,8 +107,12 @@ class Subjects:
         subject = self._cache.get(key)
         if subject is None:
             agent = instance_agent(validate_name("instance id", instance_id))
-            subject = self._remember(key, f"{self.root}.inst.{agent}.{instance_id}")
+            subject = self._remember(key, f"{self.root}.inst.{agent}.{instance_id}.{self.sender}")
         return subject
+
+    def cancel(self, agent: str) -> str:
+        """Where a caller withdraws calls to ``agent`` that no instance acknowledged yet."""
+        return f"{self.root}.cancel.{validate_name('agent name', agent)}.{self.sender}"
 
     def _remember(self, key: str, subject: str) -> str:
         if len(self._cache) >= 4096:  # instance ids come and go: keep the cache bounded
@@ -79,12 +121,13 @@ class Subjects:
         return subject
 
     def instances(self, agent: str) -> str:
-        return f"{self.root}.inst.{validate_name('agent name', agent)}.*"
+        """Every instance of ``agent`` (for permissions)."""
+        return f"{self.root}.inst.{validate_name('agent name', agent)}.*.{self.sender}"
 
     def notify(self, topic: str) -> str:
         if not _TOPIC.match(topic):
             raise ValueError(f"invalid topic {topic!r}: dot-separated tokens of letters, digits, '_' or '-'")
-        return f"{self.root}.notify.{topic}"
+        return f"{self._notify_root}{self.sender}.{topic}"
 
     def reply_prefix(self, identity: str, runtime_id: str) -> str:
         return f"{self.reply_root}{identity_token(identity)}.{validate_name('runtime id', runtime_id)}."
@@ -104,10 +147,6 @@ class Subjects:
         if second <= first + 1 or second + 1 == len(reply) or reply.find(".", second + 1) != -1:
             return None
         return reply[: second + 1]
-
-    @property
-    def cancel(self) -> str:
-        return f"{self.root}.cancel"
 
     def audit(self, agent: str) -> str:
         return f"{self.root}.audit.{validate_name('agent name', agent)}"

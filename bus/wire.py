@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 # 1.0 is the seed envelope; 1.1 added deadline, depth, callChain and userId; 1.2 added
-# budget, parentId, fan-out, grants, delegation, token usage and batchReplies. All additions
+# budget, parentId, fan-out, grants, delegation, token usage, batchReplies and userGrant. All additions
 # have defaults, so the current version and the two before it decode into the same types.
 PROTOCOL_VERSION = "1.2"
 SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "1.1", "1.2")
@@ -111,7 +111,9 @@ class _EnvelopeBase(Wire, tag_field="type"):
     protocol_version: NonEmpty
     in_reply_to: str | None = None
     required_capabilities: list[str] | None = None
-    user_id: str | None = None
+    user_id: Annotated[str, Meta(max_length=256)] | None = None
+    user_grant: Annotated[str, Meta(max_length=2048)] | None = None
+    """Signed by an entry point: which user the call acts for (``a2a.core.grants``)."""
     grants: Grants | None = None
     delegation: Delegation | None = None
 

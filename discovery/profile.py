@@ -2,15 +2,43 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from msgspec import Meta
 
 from bus.wire import Wire
 
-__all__ = ["AgentCapability", "AgentProfile", "AgentStatus", "CapabilityCategory", "Resources"]
+__all__ = [
+    "CAPABILITY_ID_PATTERN",
+    "CAPABILITY_ID_RULE",
+    "STATUSES",
+    "AgentCapability",
+    "AgentProfile",
+    "AgentStatus",
+    "CapabilityCategory",
+    "Resources",
+    "validate_capability_id",
+]
 
 AgentStatus = Literal["available", "busy", "offline"]
+STATUSES: frozenset[str] = frozenset(("available", "busy", "offline"))
+
+CAPABILITY_ID_PATTERN = r"^[A-Za-z0-9_.:/-]{1,128}$"
+"""Capability ids: 1-128 letters, digits, ``_ - . : /``. No whitespace, no Redis glob
+characters (``* ? [ ]`` and backslash) and no braces (hash tags), so an id is always a safe part
+of a Redis key name (``...:cap:<id>``) and of an ACL key pattern."""
+_CAPABILITY_ID = re.compile(CAPABILITY_ID_PATTERN)
+CAPABILITY_ID_RULE = "1-128 letters, digits, '_', '-', '.', ':' or '/' (no spaces)"
+
+
+def validate_capability_id(cap_id: object) -> str:
+    """Return ``cap_id`` if it is a valid capability id, else raise ValueError naming it."""
+    if not isinstance(cap_id, str) or not _CAPABILITY_ID.fullmatch(cap_id):  # fullmatch: no trailing newline
+        raise ValueError(f"invalid capability id {cap_id!r}: use {CAPABILITY_ID_RULE}")
+    return cap_id
+
+
 CapabilityCategory = Literal["code", "analysis", "search", "browser", "shell", "custom"]
 
 
@@ -23,7 +51,7 @@ class Resources(Wire):
 class AgentCapability(Wire):
     """Something an agent can do, and how well (``proficiency`` in 0..1)."""
 
-    id: Annotated[str, Meta(min_length=1, max_length=128, pattern=r"^[^\s]+$")]
+    id: Annotated[str, Meta(min_length=1, max_length=128, pattern=CAPABILITY_ID_PATTERN)]
     name: str = ""
     description: str = ""
     category: CapabilityCategory = "custom"

@@ -4,8 +4,15 @@ Routing reads this view, so a call does not touch Redis. The view subscribes to 
 registry's event channel, loads every live instance once after (re)subscribing, and
 then applies events: ``reg`` (new or changed profile), ``st`` (heartbeat: status and
 load), ``down`` (deregistered or swept). An entry that sends nothing for ``stale_after``
-seconds is ignored. While Redis is unreachable the view keeps its last known state
-(no entry goes stale) and routing carries on from it.
+seconds is ignored, and forgotten after ``prune_after``. While Redis is unreachable the
+view keeps its last known state (no entry goes stale) and routing carries on from it.
+
+Anyone who may publish on the channel may publish anything, so no event is trusted:
+one that does not decode or validate is skipped and counted in :attr:`LocalView.rejected`,
+and profiles are read back from the registry, which validates them
+(``discovery._validate``). A forged ``st`` can skew an entry's status and load only until
+the instance's next real heartbeat; a forged ``down`` removes an entry, and the next
+real heartbeat (an ``st`` for an id the view does not know) reads it back from Redis.
 """
 
 from __future__ import annotations
@@ -15,16 +22,19 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import anyio
-import msgspec
 import redis.exceptions
 from anyio.abc import TaskStatus
 
 from bus.errors import Unavailable
+from bus.rejects import Rejects
 
+from ._events import parse_event
+from ._quarantine import Quarantine
+from ._validate import Invalid
 from .profile import AgentProfile, AgentStatus
 from .registry import Registry
 from .scoring import match_score
@@ -37,16 +47,8 @@ TIE_WINDOW = 16
 """Equally proficient instances compared by load when one capability is asked for."""
 
 
-class _Event(msgspec.Struct):
-    e: str
-    id: str
-    status: AgentStatus | None = None
-    load: int | None = None
-    capacity: int | None = None
-    ts: int | None = None
-
-
-_event_decoder = msgspec.json.Decoder(_Event)
+PRUNE_AFTER = 60.0
+"""Least time, in seconds, a stale entry is kept before the view forgets it."""
 
 
 @dataclass(slots=True)
@@ -67,17 +69,35 @@ class ViewEntry:
 
 
 class LocalView:
-    """In-memory copy of the registry; run :meth:`run` in a task group to keep it fresh."""
+    """In-memory copy of the registry; run :meth:`run` in a task group to keep it fresh.
 
-    def __init__(self, registry: Registry, *, stale_after: float | None = None) -> None:
+    Args:
+        registry: the registry to follow.
+        stale_after: seconds without news after which an entry is not routed to
+            (default: the registry's ttl).
+        prune_after: seconds without news after which an entry is forgotten (default:
+            ten times ``stale_after``, at least a minute).
+    """
+
+    def __init__(
+        self, registry: Registry, *, stale_after: float | None = None, prune_after: float | None = None
+    ) -> None:
         self.registry = registry
         self.stale_after = stale_after if stale_after is not None else registry.ttl
+        self.prune_after = prune_after if prune_after is not None else max(PRUNE_AFTER, 10 * self.stale_after)
         self.ready = anyio.Event()
         self.connected = False
         self.resyncs = 0
+        self.rejects = Rejects(log, "registry event")
         self._entries: dict[str, ViewEntry] = {}
         self._ranked: dict[str, list[tuple[float, str]]] = {}
         """Capability -> (-proficiency, instance id), best first."""
+        self._quarantine = Quarantine(registry.ttl)
+
+    @property
+    def rejected(self) -> int:
+        """Events refused so far (invalid registry entries are counted by ``registry.rejected``)."""
+        return self.rejects.total
 
     # -- reading ---------------------------------------------------------------
 
@@ -90,12 +110,19 @@ class LocalView:
         entry = self._entries.get(agent_id)
         return entry if entry is not None and self._is_live(entry, time.monotonic()) else None
 
-    def best(self, capabilities: Sequence[str], *, exclude: Iterable[str] = ()) -> ViewEntry | None:
+    def best(
+        self,
+        capabilities: Sequence[str],
+        *,
+        exclude: Iterable[str] = (),
+        allowed: Callable[[str], bool] | None = None,
+    ) -> ViewEntry | None:
         """The instance to route a request needing ``capabilities`` to.
 
         Highest match score among available instances, ties to the lower load. When
         every capable instance is busy, the least loaded busy one (it queues the
-        request). Offline, stale and ``exclude``d instances are never chosen.
+        request). Offline, stale and ``exclude``d instances are never chosen, nor
+        instances of an agent whose name ``allowed`` rejects (the caller's rights).
 
         The same threshold search as the registry's script runs over per-capability
         lists ranked by proficiency, so the usual case reads a handful of entries
@@ -104,7 +131,7 @@ class LocalView:
         if not capabilities:
             return None
         if len(capabilities) == 1:
-            single = self._best_single(capabilities[0], exclude)
+            single = self._best_single(capabilities[0], exclude, allowed)
             if single is not None:
                 return single
         excluded = set(exclude)
@@ -128,16 +155,22 @@ class LocalView:
                 seen.add(agent_id)
                 entry = self._entries[agent_id]
                 key = self._rank(entry, capabilities, "available", now)
-                if key is not None and (best is None or key > best):
+                if (
+                    key is not None
+                    and (best is None or key > best)
+                    and (allowed is None or allowed(entry.profile.name))
+                ):
                     best, chosen = key, entry
             if best is not None and best[0] >= threshold / len(capabilities):
                 return chosen
             if not more:
                 break
             depth += 1
-        return chosen or self._least_loaded_busy(capabilities, excluded, now)
+        return chosen or self._least_loaded_busy(capabilities, excluded, now, allowed)
 
-    def _best_single(self, capability: str, exclude: Iterable[str]) -> ViewEntry | None:
+    def _best_single(
+        self, capability: str, exclude: Iterable[str], allowed: Callable[[str], bool] | None
+    ) -> ViewEntry | None:
         """The common case of one capability: walk its ranked list, best proficiency first.
 
         Among the first ``TIE_WINDOW`` available live instances of the highest proficiency,
@@ -159,6 +192,8 @@ class LocalView:
             profile = entry.profile
             if profile.status != "available" or not self._is_live(entry, now):
                 continue
+            if allowed is not None and not allowed(profile.name):
+                continue
             load = profile.load / profile.capacity if profile.capacity > 0 else 0.0
             candidates += 1
             if chosen is None or load < chosen_load:
@@ -176,7 +211,11 @@ class LocalView:
         return found
 
     def _least_loaded_busy(
-        self, capabilities: Sequence[str], excluded: set[str], now: float
+        self,
+        capabilities: Sequence[str],
+        excluded: set[str],
+        now: float,
+        allowed: Callable[[str], bool] | None,
     ) -> ViewEntry | None:
         """Every capable instance is busy (rare): the best of them, ties to the lower load."""
         best: tuple[float, float] | None = None
@@ -185,7 +224,11 @@ class LocalView:
         for agent_id in ids - excluded:
             entry = self._entries[agent_id]
             key = self._rank(entry, capabilities, "busy", now)
-            if key is not None and (best is None or key > best):
+            if (
+                key is not None
+                and (best is None or key > best)
+                and (allowed is None or allowed(entry.profile.name))
+            ):
                 best, chosen = key, entry
         return chosen
 
@@ -229,6 +272,26 @@ class LocalView:
         if entry is not None:
             self._unindex(entry)
 
+    def drop(self, agent_id: str) -> None:
+        """Remove an instance found dead or fake, and ignore news of it for ``registry.ttl`` seconds.
+
+        Events and snapshot rows about it are skipped meanwhile, so neither a stale entry
+        nor forged heartbeats bring it back before its hash has had time to expire.
+        """
+        self.remove(agent_id)
+        self._quarantine.add(agent_id)
+
+    def prune(self) -> int:
+        """Forget entries with no news for ``prune_after`` seconds; returns how many."""
+        if not self.connected:
+            return 0  # Redis is away: the last known state is all there is
+        limit = time.monotonic() - self.prune_after
+        old = [agent_id for agent_id, entry in self._entries.items() if entry.seen < limit]
+        for agent_id in old:
+            self.remove(agent_id)
+        self._quarantine.expire()
+        return len(old)
+
     def _unindex(self, entry: ViewEntry) -> None:
         for cap, proficiency in entry.proficiencies.items():
             ranked = self._ranked.get(cap)
@@ -246,7 +309,8 @@ class LocalView:
         self._entries.clear()
         self._ranked.clear()
         for profile in profiles:
-            self.upsert(profile)
+            if profile.agent_id not in self._quarantine:
+                self.upsert(profile)
 
     # -- keeping fresh -----------------------------------------------------------
 
@@ -272,7 +336,7 @@ class LocalView:
                 backoff = min(backoff * 2, self.registry.heartbeat_interval)
 
     async def _follow(self) -> None:
-        pubsub = self.registry.redis.pubsub(ignore_subscribe_messages=True)
+        pubsub = self.registry.pubsub()
         try:
             await pubsub.subscribe(self.registry.keys.events)
             self.replace_all(await self.registry.list_agents())
@@ -281,8 +345,8 @@ class LocalView:
             self.ready.set()
             while True:
                 msg = await pubsub.get_message(timeout=1.0)
-                if msg is not None and msg.get("type") == "message":
-                    await self._apply(msg["data"])
+                if msg is not None and msg.get("type") in ("message", b"message"):
+                    await self._apply_safely(msg.get("data"))
         finally:
             with (
                 anyio.CancelScope(shield=True),
@@ -291,11 +355,22 @@ class LocalView:
             ):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
 
-    async def _apply(self, raw: str | bytes) -> None:
+    async def _apply_safely(self, raw: object) -> None:
+        """Apply one event; whatever it holds, the loop that follows the registry goes on."""
         try:
-            event = _event_decoder.decode(raw)
-        except msgspec.MsgspecError:
-            log.warning("malformed registry event dropped: %r", raw[:200])
+            await self._apply(raw)
+        except (Unavailable, redis.exceptions.RedisError, OSError):
+            raise  # the connection's trouble, not the event's: reconnect
+        except Exception as exc:  # an input no check foresaw must not stop routing
+            self.rejects("event", f"{type(exc).__name__}: {exc}")
+
+    async def _apply(self, raw: object) -> None:
+        try:
+            event = parse_event(raw)
+        except Invalid as exc:
+            self.rejects(exc.kind, exc)
+            return
+        if event is None or event.id in self._quarantine:
             return
         if event.e == "down":
             self.remove(event.id)
@@ -306,14 +381,14 @@ class LocalView:
             and self.set_state(event.id, event.status, event.load or 0, event.capacity or 0)
         ):
             return
-        if event.e in ("reg", "st"):
-            profile = await self.registry.get(event.id)
-            if profile is not None:
-                self.upsert(profile)
+        profile = await self.registry.get(event.id)  # validated there; None if gone or invalid
+        if profile is not None and event.id not in self._quarantine:
+            self.upsert(profile)
 
     async def _sweep_periodically(self) -> None:
         while True:
             await anyio.sleep(self.registry.ttl * (1 + random.random()))
+            self.prune()
             try:
                 await self.registry.sweep()
             except Unavailable as exc:

@@ -17,12 +17,21 @@ __all__ = ["ensure_stream", "read_stream"]
 async def ensure_stream(transport: NatsTransport, name: str, subjects: list[str], *, max_age: float) -> None:
     """Create the file-backed stream ``name`` over ``subjects``, or update it to this configuration.
 
+    Nothing is changed when the stream exists as configured (a user allowed only to look
+    at the stream, as agents are, gets no further).
+
     Raises:
         TransportError: JetStream is not enabled on the server, or it refused the stream.
     """
     config = StreamConfig(name=name, subjects=subjects, storage=StorageType.FILE, max_age=max_age)
     js = transport.nc.jetstream(timeout=2.0)
     try:
+        try:  # already there as configured: users who may only look at it are done
+            info = await js.stream_info(name)
+            if info.config.subjects == subjects and info.config.max_age == max_age:
+                return
+        except nats.js.errors.NotFoundError:
+            pass
         try:
             await js.add_stream(config)
         except nats.js.errors.BadRequestError:

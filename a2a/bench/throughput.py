@@ -231,7 +231,7 @@ async def _registry_bench(settings: Settings, config: BenchConfig) -> dict[str, 
             await registry.register_many(
                 [
                     AgentProfile(
-                        agent_id=f"w{size}-{i}",
+                        agent_id=f"worker-{size}x{i}",
                         name="worker",
                         capabilities=[
                             AgentCapability(id="bench.cap", proficiency=_spread(i)),

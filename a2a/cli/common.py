@@ -1,20 +1,37 @@
-"""What the commands share: consoles, settings from arguments, loading agents."""
+"""What the commands share: consoles, settings from arguments, loading agents, argument types."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
 
-from ..core.agent import Agent
-from ..core.settings import Settings
+from bus.subjects import validate_name
+from discovery.profile import validate_capability_id
 
-__all__ = ["console", "err_console", "load_agents", "settings_from"]
+from ..core.agent import Agent
+from ..core.settings import MAX_SECONDS, Settings, check_nats_url, check_redis_url
+
+__all__ = [
+    "CommandError",
+    "capability_id",
+    "console",
+    "err_console",
+    "integer",
+    "load_agents",
+    "nats_url",
+    "port",
+    "redis_url",
+    "seconds",
+    "settings_from",
+    "subject_token",
+]
 
 # Piped output (CI logs, `| less`) gets a width that fits the timeline instead of rich's 80.
 _WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 140
@@ -22,7 +39,23 @@ console = Console(width=_WIDTH)
 err_console = Console(stderr=True, width=_WIDTH)
 
 
+class CommandError(Exception):
+    """A failure the command explains in one line; ``status`` is the exit status.
+
+    Status 2 means the arguments or the environment are wrong, 1 that running failed.
+    """
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def settings_from(args: argparse.Namespace, **extra: Any) -> Settings:
+    """Settings from the environment, with the command's connection options on top.
+
+    Raises:
+        ValueError: a setting is invalid; the message names the variable or option.
+    """
     return Settings.from_env(
         nats_url=getattr(args, "nats_url", None),
         redis_url=getattr(args, "redis_url", None),
@@ -31,15 +64,100 @@ def settings_from(args: argparse.Namespace, **extra: Any) -> Settings:
     )
 
 
+def _import(module_name: str) -> object:
+    """The module, or a CommandError saying why it cannot be imported."""
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CommandError(f"cannot import {module_name!r}: {exc}", status=2) from exc
+    except Exception as exc:  # the module's own code failed while importing
+        raise CommandError(f"importing {module_name!r} raised {type(exc).__name__}: {exc}") from exc
+
+
+def _agents_of(target: str, obj: object) -> list[Agent]:
+    """``obj`` as a list of Agents: an Agent, or a list or tuple of them."""
+    found = [obj] if isinstance(obj, Agent) else list(obj) if isinstance(obj, list | tuple) else []
+    if not found or not all(isinstance(a, Agent) for a in found):
+        raise CommandError(f"{target} is neither an Agent nor a non-empty list of Agents", status=2)
+    return found
+
+
 def load_agents(targets: Sequence[str]) -> list[Agent]:
+    """The Agents that ``module:attribute`` targets name.
+
+    Raises:
+        CommandError: a target is malformed, does not import, or names something else.
+    """
     agents: list[Agent] = []
     for target in targets:
         module_name, _, attr = target.partition(":")
-        if not attr:
-            raise SystemExit(f"a2a serve: expected module:attribute, got {target!r}")
-        obj = getattr(importlib.import_module(module_name), attr)
-        found = [obj] if isinstance(obj, Agent) else list(obj)
-        if not all(isinstance(a, Agent) for a in found):
-            raise SystemExit(f"a2a serve: {target} is neither an Agent nor a list of Agents")
-        agents.extend(found)
+        if not module_name or not attr:
+            raise CommandError(f"expected module:attribute, got {target!r}", status=2)
+        module = _import(module_name)
+        if not hasattr(module, attr):
+            raise CommandError(f"module {module_name!r} has no attribute {attr!r}", status=2)
+        agents.extend(_agents_of(target, getattr(module, attr)))
     return agents
+
+
+# argparse types: each parses one argument or raises ArgumentTypeError with the reason,
+# which argparse reports as "argument --x: <reason>" with exit status 2.
+
+
+def seconds(text: str) -> float:
+    """A finite number of seconds above 0 and at most a week."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds above 0 and at most {MAX_SECONDS:g}, got {text!r}"
+        )
+    return value
+
+
+def integer(low: int, high: int) -> Callable[[str], int]:
+    """A parser of whole numbers from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}, got {text!r}")
+        return value
+
+    return parse
+
+
+port = integer(1, 65535)
+
+
+def _checked(check: Callable[[str], str]) -> Callable[[str], str]:
+    """An argparse type from a check that raises ValueError."""
+
+    def parse(text: str) -> str:
+        try:
+            return check(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+nats_url = _checked(check_nats_url)
+redis_url = _checked(check_redis_url)
+
+
+def subject_token(kind: str) -> Callable[[str], str]:
+    """A parser of names that become one subject token (namespaces, agent names)."""
+    return _checked(lambda text: validate_name(kind, text))
+
+
+def _check_capability(text: str) -> str:
+    return validate_capability_id(text)
+
+
+capability_id = _checked(_check_capability)

@@ -4,6 +4,8 @@ files generated from the project's own definitions (NATS permissions, JSON Schem
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import time
 from pathlib import Path
 from typing import Any
@@ -11,21 +13,26 @@ from typing import Any
 import anyio
 from rich.table import Table
 
-from bus.errors import A2AError
 from discovery import Registry
 from transports import TransportError
 
 from ..core.settings import connect_nats
-from .common import console, err_console, settings_from
+from .common import CommandError, console, settings_from
 
-__all__ = ["cmd_agents", "cmd_audit", "cmd_history", "cmd_nats_config", "cmd_schemas"]
+__all__ = [
+    "cmd_agents",
+    "cmd_audit",
+    "cmd_history",
+    "cmd_nats_config",
+    "cmd_redis_config",
+    "cmd_schemas",
+]
 
 
 def cmd_agents(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if not settings.redis_url:
-        err_console.print("a2a agents needs a registry: set REDIS_URL or --redis-url")
-        return 2
+        raise CommandError("needs a registry: set REDIS_URL or --redis-url", status=2)
 
     async def fetch() -> list[Any]:
         registry = Registry.from_url(settings.redis_url or "", namespace=settings.namespace)
@@ -34,11 +41,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
         finally:
             await registry.aclose()
 
-    try:
-        profiles = anyio.run(fetch)
-    except A2AError as exc:
-        err_console.print(f"[red]{exc}[/]")
-        return 1
+    profiles = anyio.run(fetch)
     table = Table(title=f"Agents in namespace {settings.namespace!r}", title_justify="left")
     for column in ("name", "instance", "capabilities", "status", "load", "last heartbeat"):
         table.add_column(column)
@@ -63,8 +66,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     if not settings.redis_url:
-        err_console.print("a2a history needs the history store: set REDIS_URL or --redis-url")
-        return 2
+        raise CommandError("needs the history store: set REDIS_URL or --redis-url", status=2)
 
     async def fetch() -> tuple[Any, ...]:
         registry = Registry.from_url(settings.redis_url or "", namespace=settings.namespace)
@@ -78,16 +80,11 @@ def cmd_history(args: argparse.Namespace) -> int:
         finally:
             await registry.aclose()
 
-    try:
-        owner, interactions, messages = anyio.run(fetch)
-    except A2AError as exc:
-        err_console.print(f"[red]{exc}[/]")
-        return 1
+    owner, interactions, messages = anyio.run(fetch)
     if owner is None and not interactions and not messages:
-        err_console.print(
+        raise CommandError(
             f"no history for conversation {args.conversation!r} in namespace {settings.namespace!r}"
         )
-        return 1
     console.print(f"conversation {args.conversation}  user {owner or '-'}  {len(messages)} message(s)")
     table = Table(title="Sub-agent interactions", title_justify="left")
     for column in (
@@ -117,7 +114,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from ..stores.audit import AuditFilter, read_audit
+    from ..stores.audit import AuditFilter, ensure_audit_stream, read_audit
 
     settings = settings_from(args)
     match = AuditFilter(
@@ -127,6 +124,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     async def fetch() -> list[Any]:
         transport = await connect_nats(settings, name="a2a-audit")
         try:
+            # As a user who may (the auditor, the admin), create the stream if it is missing:
+            # agents only look at it. Others read what exists.
+            with contextlib.suppress(TransportError):
+                await ensure_audit_stream(transport, settings.namespace)
             return await read_audit(transport, settings.namespace, match, limit=args.limit)
         finally:
             await transport.aclose()
@@ -134,8 +135,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     try:
         records = anyio.run(fetch)
     except TransportError as exc:  # no stream yet, or no server
-        err_console.print(f"[red]cannot read the audit stream:[/] {exc}")
-        return 1
+        raise CommandError(f"cannot read the audit stream: {exc}") from exc
     if args.json:
         import msgspec
 
@@ -164,20 +164,30 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_nats_config(args: argparse.Namespace) -> int:
-    from ..delegation.roster import Roster, RosterError
+    from ..delegation.roster import Roster
     from .nats_config import render_authorization
 
-    try:
-        roster = Roster.load(args.roster)
-    except RosterError as exc:
-        err_console.print(str(exc))
-        return 2
-    text = render_authorization(roster, args.namespace, clients=args.client or ["client"])
+    roster = Roster.load(args.roster)  # RosterError (a ValueError): reported as bad usage
+    text = render_authorization(
+        roster, args.namespace, clients=args.client or ["client"], max_ttl=args.max_ttl
+    )
     if args.out:
         Path(args.out).write_text(text)
     else:
         print(text, end="")
     return 0
+
+
+def cmd_redis_config(args: argparse.Namespace) -> int:
+    # Imported when used, like every command's heavier parts.
+    name = f"{__package__}.redis_config"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        raise CommandError("Redis ACL generation is not part of this installation") from exc
+    return int(module.cmd_redis_config(args))
 
 
 def cmd_schemas(args: argparse.Namespace) -> int:

@@ -1,69 +1,152 @@
-"""The ``a2a`` command line: the parser, and dispatch to the commands."""
+"""The ``a2a`` command line: the parser, dispatch to the commands, and how failures are reported.
+
+Every failure ends the same way: one line on standard error, ``a2a <command>: <reason>``,
+and a non-zero exit status, never a traceback:
+
+    2    bad usage: arguments, settings (options or environment), roster, agent targets
+    1    running failed: a typed A2A error (``<CODE>: <message>``), a server that cannot be
+         reached or refuses, a file that cannot be read or written, anything unexpected
+    130  interrupted (Ctrl-C), quietly
+
+Unexpected exceptions add a hint to rerun with ``-vv``, which prints the traceback too.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
-from .info import cmd_agents, cmd_audit, cmd_history, cmd_nats_config, cmd_schemas
+import redis.exceptions
+
+from bus.errors import A2AError
+from transports import TransportError
+
+from ..delegation.redact import RedactingFilter, Redactor
+from .common import (
+    CommandError,
+    capability_id,
+    integer,
+    nats_url,
+    port,
+    redis_url,
+    seconds,
+    subject_token,
+)
+from .info import cmd_agents, cmd_audit, cmd_history, cmd_nats_config, cmd_redis_config, cmd_schemas
 from .run import cmd_bench, cmd_call, cmd_demo, cmd_serve, cmd_up
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "run_command"]
+
+USAGE = 2
+FAILED = 1
+INTERRUPTED = 130
+_MAX_LINE = 1000  # characters of a failure message; the rest is cut
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line with exit status 2; the usage text is one ``-h`` away."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE, f"{self.prog}: {_one_line(message)} (see '{self.prog} -h')\n")
+
+
+def _verbosity() -> _Parser:
+    """``-v`` after the command as well as before it; SUPPRESS keeps the earlier count."""
+    parent = _Parser(add_help=False)
+    parent.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=argparse.SUPPRESS,
+        help="more logging (-v info, -vv debug and tracebacks)",
+    )
+    return parent
 
 
 def _connection_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--nats-url", help="NATS server URL(s) (env NATS_URL)")
-    p.add_argument("--redis-url", help="registry Redis URL (env REDIS_URL)")
-    p.add_argument("--namespace", help="deployment namespace (env A2A_NAMESPACE, default 'default')")
+    p.add_argument("--nats-url", type=nats_url, help="NATS server URL(s) (env NATS_URL)")
+    p.add_argument("--redis-url", type=redis_url, help="registry Redis URL (env REDIS_URL)")
+    p.add_argument(
+        "--namespace",
+        type=subject_token("namespace"),
+        help="deployment namespace (env A2A_NAMESPACE, default 'default')",
+    )
+
+
+def _roster_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--roster", required=True, help="roster file (YAML or TOML)")
+    p.add_argument(
+        "--namespace",
+        type=subject_token("namespace"),
+        default="default",
+        help="deployment namespace (default 'default')",
+    )
+    p.add_argument("--client", action="append", help="user name for callers outside agents (repeatable)")
+    p.add_argument("--out", help="write here instead of standard output")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="a2a", description="Distributed agent-to-agent runtime on NATS and Redis."
-    )
+    parser = _Parser(prog="a2a", description="Distributed agent-to-agent runtime on NATS and Redis.")
     parser.add_argument(
-        "-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)"
+        "-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug and tracebacks)"
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    common = [_verbosity()]
 
-    p = sub.add_parser("up", help="run an embedded dev cluster: nats-server (JetStream) and Redis/Valkey")
-    p.add_argument("--nats-port", type=int, help="port for nats-server (default: a free port)")
-    p.add_argument("--redis-port", type=int, help="port for the Redis server (default: a free port)")
+    p = sub.add_parser(
+        "up", parents=common, help="run an embedded dev cluster: nats-server (JetStream) and Redis/Valkey"
+    )
+    p.add_argument("--nats-port", type=port, help="port for nats-server (default: a free port)")
+    p.add_argument("--redis-port", type=port, help="port for the Redis server (default: a free port)")
     p.set_defaults(func=cmd_up)
 
-    p = sub.add_parser("serve", help="run agents in this process until stopped")
+    p = sub.add_parser("serve", parents=common, help="run agents in this process until stopped")
     p.add_argument("targets", nargs="+", metavar="module:attr", help="an Agent, or a list of Agents")
     p.add_argument(
-        "--health-port", type=int, help="serve /livez, /readyz, /healthz here (env A2A_HEALTH_PORT)"
+        "--health-port",
+        type=integer(0, 65535),
+        help="serve /livez, /readyz, /healthz here (env A2A_HEALTH_PORT)",
     )
     _connection_options(p)
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("agents", help="list the registry: instances, capabilities, status, load")
+    p = sub.add_parser(
+        "agents", parents=common, help="list the registry: instances, capabilities, status, load"
+    )
     _connection_options(p)
     p.set_defaults(func=cmd_agents)
 
-    p = sub.add_parser("call", help="call an agent and print the result or the typed error")
+    p = sub.add_parser("call", parents=common, help="call an agent and print the result or the typed error")
     p.add_argument("args", nargs="+", metavar="AGENT ACTION | ACTION")
     p.add_argument(
         "--capability",
         action="append",
+        type=capability_id,
         help="route by capability instead of agent name (repeatable)",
     )
     p.add_argument("--params", help="parameters as a JSON object")
-    p.add_argument("--timeout", type=float, help="seconds (default A2A_TIMEOUT or 30)")
+    p.add_argument("--timeout", type=seconds, help="seconds (default A2A_TIMEOUT or 30)")
     p.add_argument("--user", help="userId carried down the call chain")
     _connection_options(p)
     p.set_defaults(func=cmd_call)
 
     p = sub.add_parser(
-        "demo", help="planner -> reader -> writer -> reviewer across processes, with a hop timeline"
+        "demo",
+        parents=common,
+        help="planner -> reader -> writer -> reviewer across processes, with a hop timeline",
     )
-    p.add_argument("--nats-url", help="use this NATS server instead of an embedded one (env NATS_URL)")
-    p.add_argument("--redis-url", help="use this Redis instead of an embedded one (env REDIS_URL)")
+    p.add_argument(
+        "--nats-url", type=nats_url, help="use this NATS server instead of an embedded one (env NATS_URL)"
+    )
+    p.add_argument(
+        "--redis-url", type=redis_url, help="use this Redis instead of an embedded one (env REDIS_URL)"
+    )
     p.add_argument(
         "--external-agents",
         action="store_true",
@@ -72,53 +155,154 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workspace", help="create the demo workspace here (a directory the agents share)")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("history", help="a conversation's sub-agent interactions, from the history store")
+    p = sub.add_parser(
+        "history", parents=common, help="a conversation's sub-agent interactions, from the history store"
+    )
     p.add_argument("conversation", help="conversation (or thread) id")
     _connection_options(p)
     p.set_defaults(func=cmd_history)
 
-    p = sub.add_parser("audit", help="audit records kept in JetStream, filtered")
+    p = sub.add_parser("audit", parents=common, help="audit records kept in JetStream, filtered")
     p.add_argument("--agent", help="records where this agent is origin or target")
     p.add_argument("--user", help="records of this userId")
     p.add_argument("--conversation", help="records of this conversation")
     p.add_argument("--outcome", choices=["ok", "error", "refused", "cancelled"])
-    p.add_argument("--limit", type=int, default=200, help="at most this many, the newest (default 200)")
+    p.add_argument(
+        "--limit",
+        type=integer(1, 1_000_000),
+        default=200,
+        help="at most this many, the newest (default 200)",
+    )
     p.add_argument("--json", action="store_true", help="one JSON record per line")
     _connection_options(p)
     p.set_defaults(func=cmd_audit)
 
-    p = sub.add_parser("nats-config", help="nats-server users with per-agent permissions, from a roster")
-    p.add_argument("--roster", required=True, help="roster file (YAML or TOML)")
-    p.add_argument("--namespace", default="default", help="deployment namespace (default 'default')")
-    p.add_argument("--client", action="append", help="user name for callers outside agents (repeatable)")
-    p.add_argument("--out", help="write here instead of standard output")
+    p = sub.add_parser(
+        "nats-config", parents=common, help="nats-server users with per-agent permissions, from a roster"
+    )
+    _roster_options(p)
+    p.add_argument(
+        "--max-ttl",
+        type=seconds,
+        default=600.0,
+        help="the agents' A2A_MAX_TTL: how long after a request they may still answer it (default 600)",
+    )
     p.set_defaults(func=cmd_nats_config)
 
-    p = sub.add_parser("bench", help="runtime vs raw nats-py / redis-py, measured in the same run")
+    p = sub.add_parser(
+        "redis-config", parents=common, help="Redis ACL users with per-agent key permissions, from a roster"
+    )
+    _roster_options(p)
+    p.set_defaults(func=cmd_redis_config)
+
+    p = sub.add_parser(
+        "bench", parents=common, help="runtime vs raw nats-py / redis-py, measured in the same run"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable figures, ratios included")
     p.add_argument("--loop", choices=["asyncio", "uvloop", "both"], default="both")
-    p.add_argument("--calls", type=int, default=5000, help="calls per throughput window")
-    p.add_argument("--sequential", type=int, default=1000, help="calls per latency window")
-    p.add_argument("--concurrency", type=int, default=64)
-    p.add_argument("--rounds", type=int, default=3, help="alternating raw/runtime rounds")
-    p.add_argument("--memory-calls", type=int, default=100_000)
+    p.add_argument("--calls", type=integer(1, 10_000_000), default=5000, help="calls per throughput window")
+    p.add_argument("--sequential", type=integer(1, 10_000_000), default=1000, help="calls per latency window")
+    p.add_argument("--concurrency", type=integer(1, 10_000), default=64)
+    p.add_argument("--rounds", type=integer(1, 1000), default=3, help="alternating raw/runtime rounds")
+    p.add_argument("--memory-calls", type=integer(1, 100_000_000), default=100_000)
     p.add_argument("--quick", action="store_true", help="a short run (about 30 s) for a first look")
-    p.add_argument("--nats-url", help="use this server instead of an embedded one")
-    p.add_argument("--redis-url", help="use this server instead of an embedded one")
+    p.add_argument("--nats-url", type=nats_url, help="use this server instead of an embedded one")
+    p.add_argument("--redis-url", type=redis_url, help="use this server instead of an embedded one")
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("schemas", help="write the JSON Schemas of the wire types")
+    p = sub.add_parser("schemas", parents=common, help="write the JSON Schemas of the wire types")
     p.add_argument("--out", default="schemas", help="directory (default: ./schemas)")
     p.set_defaults(func=cmd_schemas)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+def _one_line(text: str) -> str:
+    """``text`` on one line (whitespace runs become one space), cut to a readable length."""
+    line = " ".join(text.split())
+    return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…"
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The first exception inside (possibly nested) exception groups, which carries the reason."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _a2a_error(exc: A2AError) -> str:
+    """``CODE: message (at agent X, hop N; details {...})``."""
+    where = [f"agent {exc.agent}" if exc.agent else "", f"hop {exc.hop}" if exc.hop is not None else ""]
+    context = [f"at {', '.join(w for w in where if w)}" if any(where) else ""]
+    if exc.details:
+        context.append(f"details {json.dumps(exc.details, default=str)}")
+    suffix = "; ".join(c for c in context if c)
+    return f"{exc.code}: {exc.message}" + (f" ({suffix})" if suffix else "")
+
+
+def _explain(exc: BaseException) -> tuple[int, str] | None:
+    """Exit status and message of an expected failure; None for an unexpected one."""
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, CommandError):
+        return exc.status, text
+    if isinstance(exc, A2AError):  # before ValueError: some A2A errors are ValueErrors too
+        return FAILED, _a2a_error(exc)
+    if isinstance(exc, ValueError):  # settings, arguments, the roster (RosterError)
+        return USAGE, text
+    if isinstance(exc, TransportError | redis.exceptions.RedisError):
+        return FAILED, f"cannot reach the server: {text}"
+    if isinstance(exc, OSError):  # files, sockets
+        return FAILED, text
+    return None
+
+
+def _report(command: str, exc: BaseException, verbose: int) -> int:
+    """Print one line about ``exc`` to standard error; returns the exit status."""
+    explained = _explain(exc)
+    if verbose > 1:
+        traceback.print_exception(exc)
+    if explained is None:
+        hint = "" if verbose > 1 else " (rerun with -vv for the traceback)"
+        status, line = FAILED, f"unexpected {type(exc).__name__}: {exc}{hint}"
+    else:
+        status, line = explained
+    sys.stderr.write(f"a2a {command}: {_one_line(line)}\n")
+    return status
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the parsed command; every failure becomes one line on standard error and a status."""
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    except (Exception, BaseExceptionGroup) as exc:
+        reason = _innermost(exc)
+        if isinstance(reason, KeyboardInterrupt):
+            return INTERRUPTED
+        return _report(args.command, reason, args.verbose)
+
+
+def _configure_logging(args: argparse.Namespace) -> None:
     level = os.environ.get("A2A_LOG_LEVEL") or (
         "DEBUG" if args.verbose > 1 else "INFO" if args.verbose or args.command == "serve" else "WARNING"
     )
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
-    sys.exit(args.func(args))
+    try:
+        logging.basicConfig(
+            level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+        )
+        redacting = RedactingFilter(Redactor())  # whatever a log line quotes, secrets stay out
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(redacting)
+    except ValueError:
+        raise CommandError(
+            f"invalid A2A_LOG_LEVEL {level!r}: use DEBUG, INFO, WARNING or ERROR", USAGE
+        ) from None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        _configure_logging(args)
+    except CommandError as exc:
+        sys.exit(_report(args.command, exc, args.verbose))
+    sys.exit(run_command(args))

@@ -1,12 +1,21 @@
-"""nats-server authorization generated from the roster: each agent publishes only where it must.
+"""nats-server users generated from the roster: each publishes only as itself, only where it must.
 
 ``a2a nats-config --roster roster.yaml --namespace prod > auth.conf`` writes one NATS
 user per roster agent (user name = agent name; password from the environment variable
-``A2A_NATS_PASSWORD_<AGENT>``, which nats-server resolves itself), one ``client`` user
-for callers from outside any agent, and one ``admin`` user. An agent may publish
-requests only to the agents its roster entry may invoke, and subscribe only to its own
-subjects and its own reply subjects; any other publish is refused by the server, and
-the runtime turns the refusal into PERMISSION_DENIED for the call at once.
+``A2A_NATS_PASSWORD_<USER>``, which nats-server resolves itself), client users for callers
+from outside any agent (the CLI, an HTTP gateway), an audit reader for operators, and an
+admin. What the server then enforces:
+
+* every subject a user publishes requests, notifications and cancels on ends (or, for
+  notifications, continues) with its own name: nobody can send as someone else;
+* an agent publishes requests only to the agents its roster entry may invoke; any other
+  publish is refused, and the runtime turns the refusal into PERMISSION_DENIED at once;
+* nobody may publish on reply subjects: only the user that received a request may
+  answer it (``allow_responses``: the acknowledgement and the reply, until the call's
+  longest deadline);
+* an agent receives only its own requests, cancels and replies, and publishes audit
+  records only on its own audit subject; the audit stream is out of agents' reach
+  (only the audit reader and the admin manage it, clients and the audit reader read it).
 """
 
 from __future__ import annotations
@@ -15,12 +24,17 @@ import json
 import re
 from collections.abc import Iterable
 
-from bus.subjects import Subjects, identity_token
+from bus.subjects import ANY, Subjects
 
 from ..delegation.roster import Roster
 from ..stores.audit import stream_name
 
 __all__ = ["agent_permissions", "password_variable", "render_authorization"]
+
+Permissions = dict[str, object]
+
+MAX_RESPONSES = 3
+"""Messages a user may publish on one received request's reply subject: ack, reply, a spare."""
 
 
 def password_variable(user: str) -> str:
@@ -28,63 +42,96 @@ def password_variable(user: str) -> str:
     return "A2A_NATS_PASSWORD_" + re.sub(r"[^A-Za-z0-9]", "_", user).upper()
 
 
-def _common(subjects: Subjects, identity: str) -> tuple[list[str], list[str]]:
-    """What every runtime needs: replies, cancels, audit records, the audit stream, JetStream replies."""
-    stream = stream_name(subjects.namespace)
-    publish = [
-        f"{subjects.root}.cancel",
-        subjects.audit_all,
-        f"$JS.API.STREAM.CREATE.{stream}",
-        f"$JS.API.STREAM.UPDATE.{stream}",
-        f"$JS.API.STREAM.INFO.{stream}",
-    ]
-    subscribe = [f"{subjects.reply_root}{identity_token(identity)}.>", f"{subjects.root}.cancel", "_INBOX.>"]
-    return publish, subscribe
-
-
-def agent_permissions(roster: Roster, agent: str, namespace: str) -> dict[str, dict[str, list[str]]]:
-    """Publish and subscribe allow-lists of one agent's NATS user."""
-    subjects = Subjects(namespace)
-    rules = roster.rules(agent)
-    publish, subscribe = _common(subjects, agent)
-    publish += [f"{subjects.reply_root}>", f"{subjects.root}.notify.>"]  # answer callers, notify
-    if rules.allow_sub_agent_calls:
-        targets: Iterable[str] = rules.can_invoke
-        if "*" in rules.can_invoke:
-            publish += [f"{subjects.root}.agent.*", f"{subjects.root}.inst.>"]
+def _caller(subjects: Subjects, targets: Iterable[str]) -> list[str]:
+    """Publish rights of a runtime calling ``targets`` (``*`` for any agent), in its own name."""
+    allow = [f"{subjects.notify('x')[: -len('x')]}>", subjects.audit(subjects.sender)]
+    allow.append(f"$JS.API.STREAM.INFO.{stream_name(subjects.namespace)}")
+    for target in targets:
+        if target == "*":
+            root, me = subjects.root, subjects.sender
+            allow += [f"{root}.agent.*.{me}", f"{root}.inst.*.*.{me}", f"{root}.cancel.*.{me}"]
         else:
-            for target in targets:
-                publish += [subjects.agent(target), subjects.instances(target)]
-    subscribe += [subjects.agent(agent), subjects.instances(agent), f"{subjects.root}.notify.>"]
+            allow += [subjects.agent(target), subjects.instances(target), subjects.cancel(target)]
+    return allow
+
+
+def _responses(max_ttl: float) -> dict[str, object]:
+    return {"max": MAX_RESPONSES, "expires": f"{int(max_ttl) + 60}s"}
+
+
+def agent_permissions(roster: Roster, agent: str, namespace: str, *, max_ttl: float = 600.0) -> Permissions:
+    """Publish and subscribe allow-lists of one agent's NATS user."""
+    me = Subjects(namespace, agent)
+    anyone = me.receiving()
+    rules = roster.rules(agent)
+    targets = rules.can_invoke if rules.allow_sub_agent_calls else ()
+    subscribe = [
+        f"{me.reply_root}{me.sender}.>",
+        anyone.agent(agent),
+        f"{me.root}.inst.{agent}.*.*",
+        anyone.cancel(agent),
+        f"{me.root}.notify.*.>",
+        "_INBOX.>",
+    ]
+    return {
+        "publish": {"allow": _caller(me, targets)},
+        "subscribe": {"allow": subscribe},
+        "allow_responses": _responses(max_ttl),
+    }
+
+
+def _client_permissions(namespace: str, user: str, *, max_ttl: float = 600.0) -> Permissions:
+    """A caller from outside any agent: calls any agent in its own name, reads the audit records."""
+    me = Subjects(namespace, user)
+    stream = stream_name(namespace)
+    publish = [*_caller(me, ["*"]), *_audit_reading(stream)]
+    subscribe = [f"{me.reply_root}{me.sender}.>", "_INBOX.>", me.audit_all]
     return {"publish": {"allow": publish}, "subscribe": {"allow": subscribe}}
 
 
-def _client_permissions(namespace: str, user: str) -> dict[str, dict[str, list[str]]]:
-    subjects = Subjects(namespace)
-    publish, subscribe = _common(subjects, user)
+def _auditor_permissions(namespace: str) -> Permissions:
+    """The operators' audit reader: creates and reads the audit stream; calls nobody."""
+    subjects = Subjects(namespace, ANY)
     stream = stream_name(namespace)
-    subscribe.append(subjects.audit_all)  # the demo's timeline, `a2a audit`
-    publish += [
-        f"{subjects.root}.agent.*",
-        f"{subjects.root}.inst.>",
-        f"{subjects.root}.notify.>",
+    publish = [
+        f"$JS.API.STREAM.CREATE.{stream}",
+        f"$JS.API.STREAM.UPDATE.{stream}",
+        f"$JS.API.STREAM.INFO.{stream}",
+        *_audit_reading(stream),
+    ]
+    return {"publish": {"allow": publish}, "subscribe": {"allow": [subjects.audit_all, "_INBOX.>"]}}
+
+
+def _audit_reading(stream: str) -> list[str]:
+    return [
         f"$JS.API.CONSUMER.CREATE.{stream}",
         f"$JS.API.CONSUMER.CREATE.{stream}.>",
         f"$JS.API.CONSUMER.DELETE.{stream}.>",
         f"$JS.FC.{stream}.>",
     ]
-    return {"publish": {"allow": publish}, "subscribe": {"allow": subscribe}}
 
 
 def render_authorization(
-    roster: Roster, namespace: str, *, clients: Iterable[str] = ("client",), admin: str | None = "admin"
+    roster: Roster,
+    namespace: str,
+    *,
+    clients: Iterable[str] = ("client",),
+    auditor: str | None = "auditor",
+    admin: str | None = "admin",
+    max_ttl: float = 600.0,
 ) -> str:
-    """The ``authorization { users = [...] }`` block, for ``include`` in a nats-server config."""
-    users = []
+    """The ``authorization { users = [...] }`` block, for ``include`` in a nats-server config.
+
+    ``max_ttl`` is the longest call (seconds) agents accept (``A2A_MAX_TTL``): an agent may
+    answer a request that long after receiving it.
+    """
+    users: list[tuple[str, Permissions]] = []
     for agent in sorted(roster.agents):
-        users.append((agent, agent_permissions(roster, agent, namespace)))
+        users.append((agent, agent_permissions(roster, agent, namespace, max_ttl=max_ttl)))
     for client in clients:
-        users.append((client, _client_permissions(namespace, client)))
+        users.append((client, _client_permissions(namespace, client, max_ttl=max_ttl)))
+    if auditor:
+        users.append((auditor, _auditor_permissions(namespace)))
     lines = [
         f"# Generated by `a2a nats-config` for namespace {namespace!r}. Passwords come from the",
         "# environment variables named below; nats-server resolves $NAME from its environment.",
@@ -94,8 +141,12 @@ def render_authorization(
     for user, permissions in users:
         lines.append(f"    {{user: {json.dumps(user)}, password: ${password_variable(user)}, permissions: {{")
         for direction in ("publish", "subscribe"):
-            allow = ", ".join(json.dumps(s) for s in permissions[direction]["allow"])
+            allow = ", ".join(json.dumps(s) for s in permissions[direction]["allow"])  # type: ignore[index]
             lines.append(f"      {direction}: {{allow: [{allow}]}}")
+        responses = permissions.get("allow_responses")
+        if isinstance(responses, dict):
+            expires = json.dumps(responses["expires"])
+            lines.append(f"      allow_responses: {{max: {responses['max']}, expires: {expires}}}")
         lines.append("    }}")
     if admin:
         lines.append(f"    {{user: {json.dumps(admin)}, password: ${password_variable(admin)}}}")

@@ -9,22 +9,49 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from bus.errors import A2AError
+from bus.subjects import validate_name
 
+from ..core.agent import Agent
 from ..core.route import Target, by_capability
 from ..core.runtime import Runtime
-from .common import console, err_console, load_agents, settings_from
+from ..core.settings import Settings, check_nats_url, check_redis_url
+from .common import CommandError, console, err_console, load_agents, settings_from
 
-__all__ = ["cmd_bench", "cmd_call", "cmd_demo", "cmd_serve", "cmd_up"]
+if TYPE_CHECKING:
+    from ..observability.telemetry import Telemetry
+
+__all__ = ["OPEN_CLUSTER", "cmd_bench", "cmd_call", "cmd_demo", "cmd_serve", "cmd_up"]
+
+OPEN_CLUSTER = (
+    "# open dev cluster: no credentials, so any process that reaches these servers may call any"
+    " agent as anyone (README: Security model)"
+)
+
+MAX_PARAMS_DEPTH = 100
+"""Deepest nesting of ``--params`` accepted: far beyond real parameters, far below recursion limits."""
+_MAX_ACTION = 256  # the wire's limit on action names
+
+
+def _check_server_environment() -> None:
+    """NATS_URL and REDIS_URL, when set, must be URLs the runtime can use."""
+    for var, check in (("NATS_URL", check_nats_url), ("REDIS_URL", check_redis_url)):
+        value = os.environ.get(var)
+        if value:
+            try:
+                check(value)
+            except ValueError as exc:
+                raise ValueError(f"invalid {var}: {exc}") from None
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     from ..dev.servers import NatsServer, RedisServer
 
+    _check_server_environment()
     started = []
     try:
         nats_url = os.environ.get("NATS_URL")
@@ -43,6 +70,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             console.print("# NATS_URL and REDIS_URL point at running servers; nothing to start")
             return 0
         console.print(f"# {len(started)} server(s) running; Ctrl-C stops them", style="dim")
+        console.print(OPEN_CLUSTER, style="dim")
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         while all(s.running for s in started):
             time.sleep(0.5)
@@ -55,79 +83,116 @@ def cmd_up(args: argparse.Namespace) -> int:
             server.cleanup()
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    from ..observability.telemetry import Telemetry
+class _Shutdown:
+    """SIGINT or SIGTERM ends ``a2a serve``: a start-up still connecting is cancelled at once,
+    a running server leaves its ``async with`` normally so in-flight requests may finish."""
 
-    agents = load_agents(args.targets)
-    settings = settings_from(args, health_port=args.health_port)
-    telemetry = Telemetry.from_env("+".join(a.name for a in agents))
+    def __init__(self) -> None:
+        self.requested = anyio.Event()
+        self.serving = False
 
-    async def serve() -> None:
-        # Signals are caught before anything registers, so a SIGTERM at any point after
-        # this deregisters cleanly instead of leaving the instance to expire.
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    async def watch(self, signals: AsyncIterator[int], startup: anyio.CancelScope) -> None:
+        async for signum in signals:
+            logging.getLogger("a2a").info("received %s; shutting down", signal.Signals(signum).name)
+            self.requested.set()
+            if not self.serving:
+                startup.cancel()
+            return
+
+
+async def _serve(settings: Settings, telemetry: Telemetry, agents: list[Agent]) -> bool:
+    """Serve ``agents`` until a signal; False when the signal came before they were serving."""
+    shutdown = _Shutdown()
+    # Signals are caught before anything registers, so a SIGTERM at any point after
+    # this deregisters cleanly instead of leaving the instance to expire.
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(shutdown.watch, signals, tg.cancel_scope)
             async with Runtime(settings, telemetry=telemetry) as rt:
                 if settings.health_port is not None:
                     await rt.serve_health(settings.health_port)
-                hosts = await rt.serve(*agents)
-                for host in hosts:
+                for host in await rt.serve(*agents):
                     logging.getLogger("a2a").info(
                         "serving %s as %s on %s", host.agent.name, host.instance_id, settings.nats_url
                     )
-                async for signum in signals:
-                    logging.getLogger("a2a").info("received %s; shutting down", signal.Signals(signum).name)
-                    break
-
-    anyio.run(serve)
-    return 0
+                shutdown.serving = True
+                await shutdown.requested.wait()
+            tg.cancel_scope.cancel()
+    return shutdown.serving
 
 
-def cmd_call(args: argparse.Namespace) -> int:
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ..observability.telemetry import Telemetry
+
+    settings = settings_from(args, health_port=args.health_port)
+    agents = load_agents(args.targets)
+    telemetry = Telemetry.from_env("+".join(a.name for a in agents))
+    served = anyio.run(_serve, settings, telemetry, agents)
+    return 0 if served else 130  # 130: interrupted while starting, as after Ctrl-C elsewhere
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and objects nest in ``value`` (a scalar is 0), without recursing."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, dict | list):
+                stack.append((child, level + 1))
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+    return deepest
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_params(text: str | None) -> dict[str, Any] | None:
+    """``--params`` as a JSON object; CommandError (status 2) when it is anything else."""
+    if not text:
+        return None
+    try:
+        params = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:  # deeper than the parser itself goes
+        raise CommandError(f"--params is nested deeper than {MAX_PARAMS_DEPTH} levels", status=2) from None
+    except ValueError as exc:  # JSONDecodeError, NaN or Infinity
+        raise CommandError(f"--params is not valid JSON: {exc}", status=2) from None
+    if not isinstance(params, dict):
+        raise CommandError("--params must be a JSON object", status=2)
+    if _depth(params) > MAX_PARAMS_DEPTH:
+        raise CommandError(f"--params is nested deeper than {MAX_PARAMS_DEPTH} levels", status=2)
+    return params
+
+
+def _call_target(args: argparse.Namespace) -> tuple[Target, str]:
+    """Where the call goes and which action, from the positional arguments."""
     positional = list(args.args)
     target: Target
     if args.capability:
         if len(positional) != 1:
-            err_console.print(
-                "usage: a2a call --capability CAP [--capability CAP ...] ACTION [--params JSON]"
-            )
-            return 2
+            raise CommandError("usage: a2a call --capability CAP [--capability CAP ...] ACTION", status=2)
         target, action = by_capability(*args.capability), positional[0]
     else:
         if len(positional) != 2:
-            err_console.print("usage: a2a call AGENT ACTION [--params JSON]")
-            return 2
-        target, action = positional
-    try:
-        params = json.loads(args.params) if args.params else None
-    except json.JSONDecodeError as exc:
-        err_console.print(f"--params is not valid JSON: {exc}")
-        return 2
-    if params is not None and not isinstance(params, dict):
-        err_console.print("--params must be a JSON object")
-        return 2
+            raise CommandError("usage: a2a call AGENT ACTION [--params JSON]", status=2)
+        target, action = validate_name("agent name", positional[0]), positional[1]
+    if not 1 <= len(action) <= _MAX_ACTION:
+        raise CommandError(f"an action name has 1-{_MAX_ACTION} characters, got {len(action)}", status=2)
+    return target, action
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    target, action = _call_target(args)
+    params = _parse_params(args.params)
     settings = settings_from(args, client_name="cli")
 
     async def call() -> Any:
         async with Runtime(settings) as rt:
             return await rt.call(target, action, params, timeout=args.timeout, user_id=args.user)
 
-    try:
-        result = anyio.run(call)
-    except A2AError as exc:
-        err_console.print(f"[red]{exc.code}[/]: {exc.message}", highlight=False)
-        where = ", ".join(
-            x
-            for x in (
-                f"agent {exc.agent}" if exc.agent else "",
-                f"hop {exc.hop}" if exc.hop is not None else "",
-            )
-            if x
-        )
-        if where:
-            err_console.print(f"  at {where}", highlight=False)
-        if exc.details:
-            err_console.print(f"  details: {json.dumps(exc.details)}", highlight=False)
-        return 1
+    result = anyio.run(call)  # an A2AError is reported by main as "CODE: message"
     print(json.dumps(result, indent=2))
     return 0
 
@@ -135,6 +200,14 @@ def cmd_call(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..demo.run import run_demo
 
+    # Check the environment before starting servers and agent processes; without
+    # --external-agents the demo runs in a fresh namespace of its own.
+    _check_server_environment()
+    Settings.from_env(
+        nats_url=args.nats_url,
+        redis_url=args.redis_url,
+        namespace=None if args.external_agents else "demo",
+    )
     return run_demo(
         console,
         nats_url=args.nats_url,
@@ -154,8 +227,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     loops = ["asyncio", "uvloop"] if args.loop == "both" else [args.loop]
     if "uvloop" in loops and importlib.util.find_spec("uvloop") is None:
         if args.loop == "uvloop":
-            err_console.print("uvloop is not installed: pip install 'a2a-runtime[uvloop]'")
-            return 2
+            raise CommandError("uvloop is not installed: pip install 'a2a-runtime[uvloop]'", status=2)
         loops.remove("uvloop")
     config = BenchConfig(
         calls=args.calls,

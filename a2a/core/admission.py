@@ -12,15 +12,23 @@ from bus.wire import PROTOCOL_VERSION, NotificationEnvelope, RequestEnvelope
 from ..delegation.policy import Policy
 from ..stores.history import HistoryStore, objective_key
 from .agent import Action, Agent
+from .guard import Guard
 
 __all__ = ["admit", "claim_stored", "params_of"]
 
 
 def admit(
-    agent: Agent, policy: Policy, env: RequestEnvelope | NotificationEnvelope, now: float
+    agent: Agent,
+    policy: Policy,
+    guard: Guard,
+    env: RequestEnvelope | NotificationEnvelope,
+    sender: str,
+    now: float,
 ) -> tuple[Action, dict[str, Any], float]:
-    """Version, hops, depth, cycle, fan-out, deadline, roster rights, action, budget and schema.
+    """Version, own limits, sender, lineage, user, hops, depth, cycle, fan-out, deadline,
+    roster rights, action, budget and schema.
 
+    ``sender`` is the identity that published the request (its subject's sender token).
     Returns the action to run, its parameters and the local deadline. Each check is
     guarded by the cheap condition under which it can refuse, so a request that passes
     costs a handful of comparisons (this runs for every message).
@@ -31,6 +39,8 @@ def admit(
     meta = env.metadata
     if env.protocol_version != PROTOCOL_VERSION:
         codec.ensure_supported_version(env)
+    guard.cap(meta)
+    guard.check(env, sender)
     if meta.hop_count > meta.max_hops:
         check_hops(meta)
     if meta.depth >= meta.max_depth:
@@ -41,8 +51,7 @@ def admit(
         check_fan_out(meta)
     ttl_ms = meta.ttl_ms
     deadline = now + ttl_ms / 1000.0 if ttl_ms else local_deadline(meta, now)  # raises when none is left
-    if meta.depth:
-        policy.admit(agent.name, env)  # a call from an agent: re-check the caller's rights
+    policy.admit(agent.name, env)  # re-check the caller's rights, at every depth
     name = env.payload.action
     action = agent.actions.get(name) if type(env) is RequestEnvelope else None
     if action is None:

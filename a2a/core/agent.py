@@ -12,7 +12,7 @@ import jsonschema.exceptions
 
 from bus.errors import InvalidParams
 from bus.subjects import validate_name
-from discovery.profile import AgentCapability
+from discovery.profile import AgentCapability, validate_capability_id
 
 from .context import Context
 
@@ -80,6 +80,8 @@ class Agent:
     Args:
         name: the agent's name; every instance of it shares the queue group of that name.
         capabilities: what the agent offers the registry (ids, or full AgentCapability).
+            An id outside :data:`discovery.profile.CAPABILITY_ID_PATTERN` (say with a space)
+            raises ValueError here, since every registry view would refuse the instance.
         max_concurrency: handlers run at once per instance; at that load it reports busy.
         max_queue: requests that may wait for a slot; beyond that they get OVERLOADED.
         lifespan: an async context manager factory entered while an instance serves (for
@@ -101,9 +103,7 @@ class Agent:
         self.name = validate_name("agent name", name)
         self.description = description
         self.version = version
-        self.capabilities = [
-            c if isinstance(c, AgentCapability) else AgentCapability(id=c) for c in capabilities
-        ]
+        self.capabilities = [_capability(c) for c in capabilities]
         if max_concurrency < 1 or max_queue < 0:
             raise ValueError("max_concurrency must be at least 1 and max_queue at least 0")
         self.max_concurrency = max_concurrency
@@ -178,3 +178,15 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, actions={sorted(self.actions)})"
+
+
+def _capability(capability: AgentCapability | str) -> AgentCapability:
+    """A declared capability, checked as the registry will check it (ValueError naming it)."""
+    if not isinstance(capability, AgentCapability):
+        return AgentCapability(id=validate_capability_id(capability))
+    validate_capability_id(capability.id)
+    if not 0.0 <= capability.proficiency <= 1.0:
+        raise ValueError(
+            f"capability {capability.id!r}: proficiency {capability.proficiency!r} is not in 0..1"
+        )
+    return capability

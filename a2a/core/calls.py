@@ -36,6 +36,7 @@ from discovery import LocalView
 from ..delegation.roster import AgentRules
 from ..stores.audit import caller_record
 from ..stores.history import objective_key
+from .grants import GrantIssuer
 from .route import Route, Target, as_route
 from .services import Services
 from .settings import Settings
@@ -44,8 +45,9 @@ __all__ = ["CallPath", "Parent"]
 
 # How long routing by capability waits for the first registry snapshot.
 VIEW_READY_WAIT = 2.0
-# Instances tried when a capability-routed call finds its instance gone.
-ROUTE_ATTEMPTS = 3
+# Instances tried when a capability-routed call finds nobody serving the chosen one
+# (each attempt costs one round trip to the server: "no responders" comes at once).
+ROUTE_ATTEMPTS = 8
 
 
 class Parent(Protocol):
@@ -64,11 +66,22 @@ class Parent(Protocol):
 class CallPath:
     """Builds, checks, routes and sends requests for a runtime and the handlers it hosts."""
 
-    def __init__(self, bus: Bus, services: Services, settings: Settings, view: LocalView | None) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        services: Services,
+        settings: Settings,
+        view: LocalView | None,
+        grants: GrantIssuer | None = None,
+    ) -> None:
         self.bus = bus
         self.services = services
         self.settings = settings
         self.view = view
+        self.grants = grants
+        # With credentials the server proves who sends: calls from outside any agent name
+        # the identity the runtime connected as.
+        self.client = settings.name if settings.credentials else settings.client_name
         self._caller = bus.caller
         self._subjects = bus.subjects
         self._objectives: set[str] = set()
@@ -117,7 +130,7 @@ class CallPath:
             fan_out=fan_out,
             correlation_id=correlation_id,
         )
-        source = parent.agent if parent is not None else self.settings.client_name
+        source = parent.agent if parent is not None else self.client
         env = RequestEnvelope(
             message_id=new_id(),
             source_agent_id=source,
@@ -127,10 +140,12 @@ class CallPath:
             payload=Payload(action=action, parameters=params),
             metadata=meta,
         )
-        if parent is not None:
+        if parent is not None:  # the parent's user and grant, unchanged (an agent cannot sign one)
             env.user_id = parent.request.user_id
+            env.user_grant = parent.request.user_grant
         elif user_id is not None:
             env.user_id = user_id
+            env.user_grant = self._grant(user_id)
         if route.capabilities:
             env.required_capabilities = list(route.capabilities)
         if grants is not None:
@@ -158,7 +173,7 @@ class CallPath:
                         name = route.agent
                         subject = self._subjects.agent(name)
                     else:
-                        subject, name, instance = self._resolve(route, tried)
+                        subject, name, instance = self._resolve(route, tried, parent)
                         if attempts:
                             env = msgspec.structs.replace(env, target_agent_id=name)
                         else:  # not sent yet: still this call's own envelope
@@ -180,11 +195,14 @@ class CallPath:
                         response = await self._caller.request(subject, env, timeout=left, headers=headers)
                         break
                     except NoResponders:
-                        if instance is None or len(tried) + 1 >= ROUTE_ATTEMPTS or self.view is None:
+                        if instance is None or self.view is None:
                             raise
-                        # The chosen instance died since the view last heard of it: try the next best.
-                        self.view.remove(instance)
+                        # Nobody serves the chosen instance (it died since the view last heard
+                        # of it, or it never existed): routing forgets it and tries the next best.
+                        self.view.drop(instance)
                         tried.add(instance)
+                        if len(tried) >= ROUTE_ATTEMPTS:
+                            raise
                         sent = False
             except A2AError as exc:
                 if sent:
@@ -281,7 +299,7 @@ class CallPath:
         with anyio.move_on_after(min(VIEW_READY_WAIT, max(0.0, deadline - self.services.clock()))):
             await self.view.ready.wait()
 
-    def _resolve(self, route: Route, tried: set[str]) -> tuple[str, str, str | None]:
+    def _resolve(self, route: Route, tried: set[str], parent: Parent | None) -> tuple[str, str, str | None]:
         """Subject, agent name and (for registry routing) instance id of a route."""
         subjects = self.bus.subjects
         if route.agent is not None:
@@ -292,7 +310,12 @@ class CallPath:
             return subjects.instance(route.instance), entry.profile.name if entry else route.instance, None
         if view is None:
             raise NoCapableAgent("routing by capability needs a registry, and this runtime has none")
-        chosen = view.best(route.capabilities, exclude=tried)
+        allowed = None
+        if parent is not None:  # only instances of agents the calling agent may invoke
+            rules = parent.rules
+            if "*" not in rules.can_invoke:
+                allowed = rules.may_invoke
+        chosen = view.best(route.capabilities, exclude=tried, allowed=allowed)
         if chosen is None:
             known = "" if view.ready.is_set() else " (the registry has not been reachable yet)"
             raise NoCapableAgent(
@@ -300,6 +323,9 @@ class CallPath:
                 details={"capabilities": list(route.capabilities)},
             )
         return subjects.instance(chosen.agent_id), chosen.profile.name, chosen.agent_id
+
+    def _grant(self, user_id: str | None) -> str | None:
+        return self.grants.grant(user_id) if user_id is not None and self.grants is not None else None
 
     async def notify(
         self,
@@ -315,10 +341,11 @@ class CallPath:
         )
         env = NotificationEnvelope(
             message_id=new_id(),
-            source_agent_id=parent.agent if parent else self.settings.client_name,
+            source_agent_id=parent.agent if parent else self.client,
             target_agent_id=topic,
             conversation_id=parent.request.conversation_id if parent else new_id(),
             user_id=parent.request.user_id if parent else user_id,
+            user_grant=parent.request.user_grant if parent else self._grant(user_id),
             protocol_version=PROTOCOL_VERSION,
             payload=Payload(action=topic, parameters=params),
             metadata=meta,

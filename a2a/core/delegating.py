@@ -285,6 +285,7 @@ async def _filtered_context(scope: _Scope, step: DelegationStep) -> FilteredCont
     source = scope.thread_id or scope.conversation_id
     messages, summary = [], None
     if services.history is not None:
+        await _check_owner(scope, source, "conversation")
         messages = await services.history.messages(source)
         if step.context.include_summary:
             summary = await services.history.summary(source)
@@ -305,15 +306,22 @@ async def _filtered_context(scope: _Scope, step: DelegationStep) -> FilteredCont
 
 
 async def _check_thread_owner(scope: _Scope, thread_id: str) -> None:
-    history = scope.services.history
-    if history is None:
+    if scope.services.history is None:
         raise Unavailable("reusing a thread needs the history store (set REDIS_URL)")
-    owner = await history.owner(thread_id)
+    await _check_owner(scope, thread_id, "thread")
+
+
+async def _check_owner(scope: _Scope, conversation_id: str, kind: str) -> None:
+    """Only the owner's calls read a conversation that belongs to a user (a call without a user none)."""
+    history = scope.services.history
+    assert history is not None
+    owner = await history.owner(conversation_id)
     if owner is not None and owner != scope.user_id:
         raise PermissionDenied(
-            f"thread {thread_id} belongs to another user",
+            f"{kind} {conversation_id} belongs to "
+            + ("another user" if scope.user_id is not None else "a user, and this call has none"),
             agent=scope.agent,
-            details={"threadId": thread_id},
+            details={f"{kind}Id": conversation_id},
         )
 
 
@@ -326,7 +334,9 @@ async def _record(scope: _Scope, step: DelegationStep, response: DelegationRespo
         caller=scope.agent,
         target=response.target_employee,
         task=preview(services.redactor.redact(step.task)),
-        output_preview=preview(response.result or response.summary or (response.error or "")),
+        output_preview=preview(
+            services.redactor.redact(response.result or response.summary or (response.error or ""))
+        ),
         success=response.status == "success",
         duration_ms=round(response.duration_ms, 3),
         request_id=response.request_id,

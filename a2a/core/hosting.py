@@ -34,6 +34,7 @@ from bus.errors import (
     outcome_of,
 )
 from bus.protocol import SHUTDOWN, WITHDRAWN
+from bus.rejects import Rejects
 from bus.wire import NotificationEnvelope, RequestEnvelope
 from discovery.profile import AgentProfile, AgentStatus
 from discovery.registry import InstanceState
@@ -51,6 +52,9 @@ from .slots import Lease, Slots
 __all__ = ["AgentHost", "HostStats"]
 
 log = logging.getLogger("a2a.host")
+
+_MAX_ERROR_CHARS = 2000
+"""A handler's error message is cut to this many characters before it is redacted and sent."""
 
 
 @dataclass
@@ -96,9 +100,12 @@ class AgentHost:
         self._on_state = on_state
         self._limit = agent.max_concurrency + agent.max_queue
         self._stats = HostStats()
+        self.rejects = Rejects(log, f"{self.instance_id}: message")
+        """Messages refused before they could be read as a request (counted, logged at a bounded rate)."""
         self._tasks = TaskSet()
         self._workers = Workers(self._handle, self._tasks)
         self._instance = Instance(services, calls, agent.name, self.instance_id)
+        self._sender_of = bus.subjects.sender_of
         self._resources = AsyncExitStack()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -213,18 +220,24 @@ class AgentHost:
         t0 = services.clock()
         try:
             env = codec.decode_envelope(msg.data)
-            if type(env) is not RequestEnvelope and type(env) is not NotificationEnvelope:
-                raise InvalidEnvelope(
-                    f"agents accept requests and notifications, not {env.__class__.__name__}",
-                    details={"field": "type"},
-                )
+            if type(env) is not RequestEnvelope:
+                if type(env) is not NotificationEnvelope:
+                    raise InvalidEnvelope(
+                        f"agents accept requests and notifications, not {env.__class__.__name__}",
+                        details={"field": "type"},
+                    )
+                if msg.reply:  # someone waits for an answer a notification never gets
+                    raise InvalidEnvelope(
+                        "a notification gets no reply: send a request to wait for one",
+                        details={"field": "type"},
+                    )
         except InvalidEnvelope as exc:
             self.accepted -= 1
             refusal = exc.located(name, None)
             self._count(refusal)
             if msg.reply:
                 await endpoint.fail(msg.reply, None, refusal)
-            log.warning("%s: refused undecodable message on %s: %s", self.instance_id, msg.subject, refusal)
+            self.rejects("invalid envelope", f"on {msg.subject}: {refusal}")
             return
         reply = msg.reply
         correlation_id = env.metadata.correlation_id
@@ -237,10 +250,11 @@ class AgentHost:
             result: Any = None
             error: A2AError | None = None
             try:
-                action, params, deadline = admit(self.agent, services.policy, env, t0)
+                sender = self._sender_of(msg.subject)
+                action, params, deadline = admit(self.agent, services.policy, services.guard, env, sender, t0)
                 task = asyncio.current_task(self._loop)
                 assert task is not None
-                held = Lease(self.slots, task, reply, t0, deadline)
+                held = Lease(self.slots, task, reply, t0, deadline, sender)
                 endpoint.hold(correlation_id, held)
                 ctx = Context(self._instance, env, deadline, action.name, params, held)
                 if history is not None and (env.user_id is not None or env.delegation is not None):
@@ -260,15 +274,18 @@ class AgentHost:
                 error = self._stopped(held.reason, env).located(name, env.metadata.hop_count)
             except A2AError as exc:
                 error = exc.located(name, env.metadata.hop_count)
+                if not exc.remote:  # raised here, by a handler or a check: may quote secrets
+                    exc.message = services.redactor.redact(exc.message[:_MAX_ERROR_CHARS])
             except Exception as exc:  # a handler's own failure goes back as AGENT_ERROR
+                message = services.redactor.redact(str(exc)[:_MAX_ERROR_CHARS]) or type(exc).__name__
                 log.warning(
                     "%s: %r failed: %s",
                     self.instance_id,
-                    env.payload.action,
-                    exc,
+                    env.payload.action[:200],
+                    message,
                     exc_info=log.isEnabledFor(logging.DEBUG),
                 )
-                error = AgentError(str(exc) or type(exc).__name__).located(name, env.metadata.hop_count)
+                error = AgentError(message).located(name, env.metadata.hop_count)
             finally:
                 if held is not None:
                     endpoint.release(correlation_id, held)

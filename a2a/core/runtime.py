@@ -38,6 +38,8 @@ from ..stores.audit import AuditLog
 from ..stores.history import HistoryStore
 from .agent import Agent
 from .calls import CallPath
+from .grants import GrantIssuer
+from .guard import Guard
 from .hosting import AgentHost
 from .presence import Presence
 from .route import Target
@@ -94,9 +96,13 @@ class Runtime:
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.id = uuid.uuid4().hex[:12]
+        s = self.settings
         if policy is None:
-            policy = Policy.from_file(self.settings.roster) if self.settings.roster else Policy()
+            policy = Policy.from_file(s.roster) if s.roster else Policy(closed=s.credentials)
         self.policy = policy
+        self.guard = Guard.from_settings(s)
+        self.grants = GrantIssuer(s.grant_seed) if s.grant_seed else None
+        """Signs user grants for calls made here with a ``user_id`` (this process is an entry point)."""
         self.redactor = redactor or Redactor()
         self.context_builder = context_builder or ContextBuilder()
         self.telemetry = telemetry or Telemetry.from_env(
@@ -144,13 +150,13 @@ class Runtime:
             )
         if self.registry is not None:
             stack.push_async_callback(_shielded, self.registry.aclose)
-            self.history = HistoryStore(self.registry.redis, s.namespace)
+            self.history = HistoryStore(self.registry.redis, s.namespace, redactor=self.redactor)
             self.view = LocalView(self.registry)
         self.bus = bus = Bus(
             self._transport,
             namespace=s.namespace,
             runtime_id=self.id,
-            identity=s.nats_user or "anon",
+            identity=s.name,
             max_payload=s.max_payload,
         )
         self.audit = AuditLog(bus.link, enabled=s.audit, redactor=self.redactor)
@@ -165,8 +171,11 @@ class Runtime:
             audit=self.audit,
             history=self.history,
             clock=clock,
+            guard=self.guard,
         )
-        self.calls = CallPath(bus, self.services, s, self.view)
+        if self.policy.open:
+            log.info("open deployment: no credentials and no roster, so any agent may call any other")
+        self.calls = CallPath(bus, self.services, s, self.view, self.grants)
         self.presence = Presence(self.hosts, self.registry, self.view, clock=clock, telemetry=self.telemetry)
         self._tg = tg = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tg.cancel_scope.cancel)

@@ -12,6 +12,7 @@ from ..delegation.redact import Redactor
 from ..observability.telemetry import Telemetry
 from ..stores.audit import AuditLog
 from ..stores.history import HistoryStore
+from .guard import Guard
 
 __all__ = ["Services"]
 
@@ -30,6 +31,8 @@ class Services:
     history: HistoryStore | None
     clock: Callable[[], float]
     """The event loop's clock (monotonic seconds); deadlines are on this clock."""
+    guard: Guard
+    """What a callee decides by itself: its own limits, the sender, the lineage, the user."""
     _degraded: set[str] = field(default_factory=set)
 
     def log_degraded(self, message: str) -> None:

@@ -1,18 +1,46 @@
-"""Runtime settings, from keyword arguments or the environment."""
+"""Runtime settings, from keyword arguments or the environment.
+
+Settings check themselves when built: a bad value raises ``ValueError`` naming the field
+(and, from :meth:`Settings.from_env`, the environment variable), so a typo in a
+deployment fails at start-up with one clear line instead of deep inside a call.
+"""
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import ssl
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 
+from bus.subjects import validate_name
 from bus.wire import DEFAULT_MAX_DEPTH, DEFAULT_MAX_HOPS, DEFAULT_TTL_MS
 from transports import NatsTransport
 
-__all__ = ["ENVIRONMENT", "Settings", "connect_nats"]
+__all__ = [
+    "ENVIRONMENT",
+    "MAX_SECONDS",
+    "NATS_SCHEMES",
+    "REDIS_SCHEMES",
+    "SettingError",
+    "Settings",
+    "check_nats_url",
+    "check_redis_url",
+    "connect_nats",
+]
+
+MAX_SECONDS = 7 * 24 * 3600.0
+"""Longest timeout or interval a setting accepts (a week): beyond it ``ttlMs`` stops being sensible."""
+NATS_SCHEMES = ("nats", "tls", "ws", "wss")
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+_MAX_COUNT = 1_000_000  # hops, depth: far above any real delegation chain
+_MAX_PAYLOAD = 1 << 30
+_MAX_BUDGET = (1 << 63) - 1  # the wire carries budgets as 64-bit integers
+_KEY_TOKEN = re.compile(r"^[A-Za-z0-9]+$")
 
 # Environment variable -> Settings field. Documented in the README's Configuration table.
 ENVIRONMENT: dict[str, str] = {
@@ -29,6 +57,12 @@ ENVIRONMENT: dict[str, str] = {
     "A2A_AUDIT": "audit",
     "A2A_HEALTH_PORT": "health_port",
     "A2A_CONNECT_TIMEOUT": "connect_timeout",
+    "A2A_MAX_TTL": "max_ttl",
+    "A2A_MAX_BUDGET": "max_budget",
+    "A2A_IDENTITY": "identity",
+    "A2A_GRANT_KEYS": "grant_keys",
+    "A2A_GRANT_SEED": "grant_seed",
+    "A2A_REQUIRE_GRANTS": "require_grants",
     "NATS_USER": "nats_user",
     "NATS_PASSWORD": "nats_password",
     "NATS_TOKEN": "nats_token",
@@ -64,6 +98,19 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Serve /livez, /readyz and /healthz on this port (``a2a serve``)."""
     connect_timeout: float = 10.0
     """How long to keep trying to reach NATS at start-up before giving up."""
+    max_ttl: float = 600.0
+    """Longest time, in seconds, this runtime's agents give a request, whatever its ``ttlMs`` asks."""
+    max_budget: int | None = None
+    """Most tokens a request received here may spend, whatever its ``budget`` says (None: no cap)."""
+    identity: str | None = None
+    """This runtime's name in subjects; default ``nats_user``, else ``anon``."""
+    grant_keys: str | None = None
+    """Public keys (comma-separated NKeys, ``U...``) of the entry points whose user grants are trusted."""
+    grant_seed: str | None = None
+    """This process's entry-point signing key (an NKey user seed, or a file holding one): calls it
+    makes with a ``user_id`` carry a grant signed by it."""
+    require_grants: bool = False
+    """Refuse every request that carries no valid user grant."""
     nats_user: str | None = None
     nats_password: str | None = None
     nats_token: str | None = None
@@ -74,24 +121,222 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     nats_tls_cert: str | None = None
     nats_tls_key: str | None = None
 
+    @property
+    def credentials(self) -> bool:
+        """True when this runtime authenticates to NATS: the server then proves who sent what."""
+        return bool(self.nats_user or self.nats_token or self.nats_nkey_seed or self.nats_creds)
+
+    @property
+    def name(self) -> str:
+        """This runtime's identity token in subjects."""
+        return self.identity or self.nats_user or "anon"
+
+    def __post_init__(self) -> None:
+        _check_urls(self)
+        _check_numbers(self)
+        _check_names(self)
+        _check_files(self)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-        """Settings from environment variables (see ``ENVIRONMENT``), then ``overrides``."""
+        """Settings from environment variables (see ``ENVIRONMENT``), then ``overrides``.
+
+        Raises:
+            ValueError: a value does not convert or fails its check; the message names the
+                environment variable it came from (or the field, for an override).
+        """
         env = os.environ if env is None else env
-        values: dict[str, Any] = {
-            field: env[var] for var, field in ENVIRONMENT.items() if env.get(var, "") != ""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        sources = {
+            field: var for var, field in ENVIRONMENT.items() if env.get(var, "") != "" and field not in given
         }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return msgspec.convert(values, cls, strict=False)
+        values: dict[str, Any] = {field: env[var] for field, var in sources.items()}
+        values.update(given)
+        try:
+            return msgspec.convert(values, cls, strict=False)
+        except msgspec.ValidationError as exc:
+            raise _explain(exc, values, sources) from None
 
     def tls_context(self) -> ssl.SSLContext | None:
-        """A client TLS context when any TLS setting is given."""
+        """A client TLS context when any TLS setting is given.
+
+        Raises:
+            ValueError: a certificate or key file is missing, unreadable or not PEM; the
+                message names the files.
+        """
         if not (self.nats_tls_ca or self.nats_tls_cert):
             return None
-        ctx = ssl.create_default_context(cafile=self.nats_tls_ca)
-        if self.nats_tls_cert:
-            ctx.load_cert_chain(self.nats_tls_cert, self.nats_tls_key)
+        try:
+            ctx = ssl.create_default_context(cafile=self.nats_tls_ca)
+            if self.nats_tls_cert:
+                ctx.load_cert_chain(self.nats_tls_cert, self.nats_tls_key)
+        except (OSError, ssl.SSLError) as exc:  # ssl's errors leave the file name out
+            files = {
+                "NATS_TLS_CA": self.nats_tls_ca,
+                "NATS_TLS_CERT": self.nats_tls_cert,
+                "NATS_TLS_KEY": self.nats_tls_key,
+            }
+            named = ", ".join(f"{var}={path}" for var, path in files.items() if path)
+            raise ValueError(f"cannot load the TLS files ({named}): {exc.strerror or exc}") from None
         return ctx
+
+
+class SettingError(ValueError):
+    """A setting has a value it cannot have; ``field`` names it."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"invalid {field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+def _redacted(url: str) -> str:
+    """``url`` without the password it may carry, fit to show in an error message."""
+    return re.sub(r"//[^@/]*@", "//***@", url)[:200]
+
+
+def _check_url(url: str, schemes: tuple[str, ...]) -> None:
+    parts = urlsplit(url)
+    expected = f"expected {schemes[0]}://host:port (schemes: {', '.join(schemes)})"
+    if parts.scheme not in schemes:
+        raise ValueError(f"{_redacted(url)!r} has no supported scheme; {expected}")
+    if parts.scheme == "unix":
+        if not parts.path:
+            raise ValueError(f"{_redacted(url)!r} names no socket path; expected unix:///path/to/socket")
+        return
+    if not parts.hostname:
+        raise ValueError(f"{_redacted(url)!r} names no host; {expected}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 1 <= port <= 65535:
+        raise ValueError(f"{_redacted(url)!r} has a port outside 1-65535")
+
+
+def check_nats_url(value: str) -> str:
+    """Return ``value`` if it is one or more comma-separated NATS server URLs.
+
+    Raises:
+        ValueError: an entry is empty, has another scheme than nats/tls/ws/wss, no host,
+            or a port outside 1-65535.
+    """
+    urls = [url.strip() for url in value.split(",")]
+    if not all(urls):
+        raise ValueError("expected one or more comma-separated nats://host:port URLs, got an empty entry")
+    for url in urls:
+        _check_url(url, NATS_SCHEMES)
+    return value
+
+
+def check_redis_url(value: str) -> str:
+    """Return ``value`` if it is a Redis URL (``redis://``, ``rediss://`` or ``unix://``).
+
+    Raises:
+        ValueError: another scheme, no host (or socket path), a bad port or database number.
+    """
+    _check_url(value, REDIS_SCHEMES)
+    parts = urlsplit(value)
+    database = parts.path.strip("/")
+    if parts.scheme != "unix" and database and not database.isdigit():
+        raise ValueError(
+            f"{_redacted(value)!r}: the path must be a database number, as in redis://host:6379/0"
+        )
+    return value
+
+
+def _check_urls(s: Settings) -> None:
+    checks = (("nats_url", check_nats_url, s.nats_url), ("redis_url", check_redis_url, s.redis_url))
+    for field, check, value in checks:
+        if value is None and field == "redis_url":
+            continue
+        if not isinstance(value, str):
+            raise SettingError(field, "must be a URL string")
+        try:
+            check(value)
+        except ValueError as exc:
+            raise SettingError(field, str(exc)) from None
+
+
+def _check_seconds(field: str, value: object) -> None:
+    """A finite number of seconds above zero and at most MAX_SECONDS."""
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
+    if not (math.isfinite(number) and 0 < number <= MAX_SECONDS):
+        raise SettingError(
+            field, f"must be a finite number of seconds above 0 and at most {MAX_SECONDS:g}; got {value!r}"
+        )
+
+
+def _check_int(field: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise SettingError(field, f"must be an integer from {low} to {high}; got {value!r}")
+
+
+def _check_numbers(s: Settings) -> None:
+    for field in ("heartbeat_interval", "default_timeout", "connect_timeout", "max_ttl"):
+        _check_seconds(field, getattr(s, field))
+    _check_int("max_hops", s.max_hops, 1, _MAX_COUNT)
+    _check_int("max_depth", s.max_depth, 0, _MAX_COUNT)
+    if s.max_payload is not None:
+        _check_int("max_payload", s.max_payload, 1, _MAX_PAYLOAD)
+    if s.max_budget is not None:
+        _check_int("max_budget", s.max_budget, 0, _MAX_BUDGET)
+    if s.health_port is not None:
+        _check_int("health_port", s.health_port, 0, 65535)  # 0: any free port
+
+
+def _check_names(s: Settings) -> None:
+    """Values that end up as one token of a NATS subject (or an id next to them)."""
+    for field in ("namespace", "client_name", "identity"):
+        value = getattr(s, field)
+        if value is None and field == "identity":
+            continue
+        kind = field.replace("_", " ")
+        try:
+            validate_name(kind, value if isinstance(value, str) else "")
+        except ValueError as exc:
+            raise SettingError(field, str(exc).removeprefix(f"invalid {kind} ")) from None
+    if s.grant_keys is not None:
+        keys = [key.strip() for key in s.grant_keys.split(",")]
+        if not all(_KEY_TOKEN.match(key) for key in keys):
+            raise SettingError(
+                "grant_keys", "expected comma-separated public keys (letters and digits, as in U...)"
+            )
+
+
+def _check_files(s: Settings) -> None:
+    if s.nats_tls_key and not s.nats_tls_cert:
+        raise SettingError("nats_tls_key", "needs nats_tls_cert (NATS_TLS_CERT): a key alone proves nothing")
+
+
+_EXPECTED = {bool: "true or false (or 1 or 0)", int: "an integer", float: "a number"}
+
+
+def _expected(field: str) -> str:
+    """What kind of value ``field`` takes, in words."""
+    info = next((f for f in msgspec.structs.fields(Settings) if f.name == field), None)
+    if info is None:
+        return "a valid value"
+    kinds = info.type.__args__ if hasattr(info.type, "__args__") else (info.type,)
+    return next((_EXPECTED[k] for k in kinds if k in _EXPECTED), "a string")
+
+
+def _explain(
+    exc: msgspec.ValidationError, values: Mapping[str, Any], sources: Mapping[str, str]
+) -> ValueError:
+    """The conversion error of ``from_env`` as one message naming the variable or field at fault."""
+    cause = exc.__cause__
+    if isinstance(cause, SettingError):
+        field, problem = cause.field, cause.problem
+    else:
+        at = re.search(r" - at `\$\.(\w+)`$", str(exc))
+        if at is None:
+            return ValueError(f"invalid settings: {exc}")
+        field = at.group(1)
+        shown = repr(values.get(field))[:60]
+        problem = f"expected {_expected(field)}; got {shown}"
+    var = sources.get(field)
+    return ValueError(f"invalid {var} ({field}): {problem}" if var else f"invalid {field}: {problem}")
 
 
 async def connect_nats(settings: Settings, *, name: str | None = None) -> NatsTransport:

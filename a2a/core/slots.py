@@ -90,9 +90,15 @@ class Lease(Held):
     __slots__ = ("has_slot", "slots")
 
     def __init__(
-        self, slots: Slots, task: asyncio.Task[Any], reply: str, started: float, deadline: float
+        self,
+        slots: Slots,
+        task: asyncio.Task[Any],
+        reply: str,
+        started: float,
+        deadline: float,
+        sender: str = "",
     ) -> None:
-        super().__init__(task, reply, started, deadline)
+        super().__init__(task, reply, started, deadline, sender)
         self.slots = slots
         self.has_slot = False
 

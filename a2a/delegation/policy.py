@@ -8,28 +8,42 @@ from bus.errors import FanOutExceeded, MaxDepthExceeded, PermissionDenied
 from bus.handoff import Grants
 from bus.wire import Envelope
 
-from .roster import UNRESTRICTED, AgentRules, Roster
+from .roster import DENIED, UNRESTRICTED, AgentRules, Roster
 
 __all__ = ["Policy"]
 
 
 class Policy:
-    """Rights from a :class:`Roster`; without one, every agent gets ``UNRESTRICTED``.
+    """Rights from a :class:`Roster`, denying by default.
+
+    An agent the roster does not list may call no one. Without a roster, every agent
+    gets ``UNRESTRICTED`` in an open deployment (no credentials: the embedded dev
+    cluster) and no right to call anyone in a ``closed`` one.
 
     ``check_call`` runs in the caller before a request is sent; ``admit`` runs in the
     callee on receipt and re-checks the caller's rights without trusting that the
     caller did. Both raise a typed A2AError to refuse.
     """
 
-    def __init__(self, roster: Roster | None = None) -> None:
+    def __init__(self, roster: Roster | None = None, *, closed: bool = False) -> None:
         self.roster = roster
+        self._default = DENIED if closed else UNRESTRICTED
 
     @classmethod
     def from_file(cls, path: str | Path) -> Policy:
         return cls(Roster.load(path))
 
+    @property
+    def open(self) -> bool:
+        """Every agent may call every other (no roster, no credentials)."""
+        return self.roster is None and self._default is UNRESTRICTED
+
     def rules(self, agent: str) -> AgentRules:
-        return self.roster.rules(agent) if self.roster is not None else UNRESTRICTED
+        return self.roster.rules(agent) if self.roster is not None else self._default
+
+    def is_agent(self, name: str) -> bool:
+        """True for an agent the roster lists (its calls are checked at every depth)."""
+        return self.roster is not None and name in self.roster.agents
 
     def check_call(self, caller: str | None, target: str) -> None:
         """Caller side: may ``caller`` (None outside any agent) call ``target``?"""
@@ -48,11 +62,17 @@ class Policy:
             )
 
     def admit(self, agent: str, envelope: Envelope) -> None:
-        """Callee side: re-check the caller's rights to make this call."""
+        """Callee side: re-check the caller's rights to make this call, at any depth.
+
+        A call at depth 0 from a name that is not a roster agent comes from outside any
+        agent (a user, a script, the CLI, a gateway): the message server's permissions
+        decide who may send those. A roster agent's call is checked whatever depth it
+        claims.
+        """
         meta = envelope.metadata
-        if meta.depth == 0:
-            return  # a call from outside any agent (a user, a script, the CLI)
         source = envelope.source_agent_id
+        if meta.depth == 0 and not self.is_agent(source):
+            return
         self.check_call(source, agent)
         rules = self.rules(source)
         if meta.depth >= rules.max_depth:

@@ -1,106 +1,79 @@
-"""PII and secret redaction, applied before delegation, in audit records and in span attributes.
+"""PII and secret redaction for everything that leaves a process: delegated tasks and context,
+audit records, history previews, span attributes, error messages and log records.
 
-The default rules find email addresses, phone numbers, payment card numbers (Luhn
-checked), API keys of common providers, ``key=value`` secrets, bearer tokens and JWTs.
-Add rules with :meth:`Redactor.with_rules`::
+Text is redacted by pattern (see :mod:`a2a.delegation.redact_rules` for the default rules:
+private keys, credentials in URLs, bearer and Basic authorization, cookies, JWTs, API keys,
+values written after a secret name, email addresses, phone and card numbers). Structures are
+also redacted by key name: :meth:`Redactor.redact_value` replaces the whole value under a key
+such as ``password``, ``client_secret`` or ``Authorization``. Add rules with
+:meth:`Redactor.with_rules`::
 
     redactor = Redactor().with_rules(Rule("employee_id", re.compile(r"EMP-\\d{6}"), "[EMPLOYEE]"))
+
+:class:`RedactingFilter` applies a redactor to log records.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+import logging
+from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
-__all__ = ["DEFAULT_RULES", "Redactor", "Rule", "luhn_valid"]
+from .redact_rules import DEFAULT_RULES, SECRET, Rule, contains_any, digit_run, luhn_valid
 
+__all__ = [
+    "DEFAULT_RULES",
+    "MAX_DEPTH",
+    "RedactingFilter",
+    "Redactor",
+    "Rule",
+    "contains_any",
+    "digit_run",
+    "is_secret_key",
+    "luhn_valid",
+]
 
-def luhn_valid(number: str) -> bool:
-    """True when the digits of ``number`` pass the Luhn check used by payment cards."""
-    digits = [int(c) for c in number if c.isdigit()]
-    if not 13 <= len(digits) <= 19:
-        return False
-    total = 0
-    for i, d in enumerate(reversed(digits)):
-        if i % 2:
-            d *= 2
-            if d > 9:
-                d -= 9
-        total += d
-    return total % 10 == 0
+TOO_DEEP = "[TOO_DEEP]"
+MAX_DEPTH = 32
+"""How deep :meth:`Redactor.redact_value` walks; anything deeper is replaced by ``[TOO_DEEP]``."""
 
-
-@dataclass(frozen=True)
-class Rule:
-    """Replace every match of ``pattern`` (for which ``accept`` holds) with ``replacement``."""
-
-    name: str
-    pattern: re.Pattern[str]
-    replacement: str | Callable[[re.Match[str]], str]
-    accept: Callable[[str], bool] | None = None
-
-    def apply(self, text: str) -> tuple[str, int]:
-        count = 0
-
-        def replace(m: re.Match[str]) -> str:
-            nonlocal count
-            if self.accept is not None and not self.accept(m.group(0)):
-                return m.group(0)
-            count += 1
-            return self.replacement if isinstance(self.replacement, str) else self.replacement(m)
-
-        return self.pattern.sub(replace, text), count
-
-
-_SECRET_NAMES = r"(?:api[_-]?key|secret(?:[_-]?key)?|access[_-]?token|auth[_-]?token|password|passwd|pwd)"
-
-DEFAULT_RULES: tuple[Rule, ...] = (
-    Rule(
-        "bearer_token",
-        re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*"),
-        lambda m: f"{m.group(1)} [TOKEN]",
-    ),
-    Rule(
-        "jwt",
-        re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"),
-        "[TOKEN]",
-    ),
-    Rule(
-        "api_key",
-        re.compile(
-            r"\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}|(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"
-            r"|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
-            r"|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20,})"
-        ),
-        "[API_KEY]",
-    ),
-    Rule(
-        "secret_assignment",
-        re.compile(rf"(?i)\b({_SECRET_NAMES})(\s*[:=]\s*)([\"']?)[^\s\"',;]{{6,}}\3"),
-        lambda m: f"{m.group(1)}{m.group(2)}[SECRET]",
-    ),
-    Rule("email", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"), "[EMAIL]"),
-    Rule(
-        "card_number",
-        re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])"),
-        "[CARD]",
-        accept=luhn_valid,
-    ),
-    Rule(
-        "phone",
-        re.compile(
-            r"(?<![\w+])(?:"
-            r"\+\d{1,3}[ .-]?\(?\d{1,4}\)?[ .-]?\d{2,4}[ .-]?\d{3,4}"  # +44 20 7946 0958, +1 (415) 555-0132
-            r"|\+\d{8,15}"  # +14155550132
-            r"|\(\d{2,4}\)[ .-]?\d{3,4}[ .-]?\d{3,4}"  # (020) 7946 0958
-            r"|\d{3}[ .-]\d{3}[ .-]\d{4}"  # 415-555-0132
-            r")(?![\w-])"
-        ),
-        "[PHONE]",
-    ),
+# Key names (lower-cased, without "_", "-", "." and spaces) whose whole value is a secret.
+_SECRET_KEY_ENDINGS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "apikey",
+    "privatekey",
+    "accesskey",
+    "secretkey",
+    "signingkey",
+    "encryptionkey",
+    "credential",
+    "credentials",
+    "authorization",
+    "cookie",
 )
+_SECRET_KEYS = frozenset({"pass", "pwd", "sessionid"})
+_KEY_SEPARATORS = str.maketrans("", "", "_-. ")
+
+
+@lru_cache(maxsize=4096)
+def is_secret_key(name: str) -> bool:
+    """True when a mapping key names a secret: ``password``, ``db_password``, ``X-Api-Key``,
+    ``client_secret``, ``aws_secret_access_key``, ``Authorization``, ``Set-Cookie``, ...
+
+    Case, ``_``, ``-`` and ``.`` do not matter; ``max_tokens`` or ``token_usage`` are not secrets.
+    """
+    key = name.lower().translate(_KEY_SEPARATORS)
+    return key in _SECRET_KEYS or key.endswith(_SECRET_KEY_ENDINGS)
+
+
+def _hides(value: Any) -> bool:
+    # None, booleans and empty strings say nothing about a secret; keep them readable.
+    return value is not None and not isinstance(value, bool) and value != ""
 
 
 class Redactor:
@@ -114,8 +87,16 @@ class Redactor:
         return Redactor((*self.rules, *rules))
 
     def redact(self, text: str) -> str:
+        """``text`` with every match of every rule replaced. Use it on any free text that
+        leaves the process: error messages, objectives, previews, log lines."""
+        if not text:
+            return text
+        lowered = text.lower()
         for rule in self.rules:
-            text, _ = rule.apply(text)
+            new, count = rule.apply(text, lowered)
+            if count:
+                text = new
+                lowered = text.lower()
         return text
 
     def findings(self, text: str) -> dict[str, int]:
@@ -128,11 +109,66 @@ class Redactor:
         return found
 
     def redact_value(self, value: Any) -> Any:
-        """Redact every string inside dicts, lists and tuples; other values pass through."""
+        """A redacted copy of a JSON-like value: strings redacted by pattern, the whole value
+        under a secret key name (see :func:`is_secret_key`) replaced by ``[SECRET]``.
+
+        Walks dicts, lists, tuples and sets up to :data:`MAX_DEPTH` levels (deeper containers,
+        and so cycles, become ``[TOO_DEEP]``); other values are returned as they are. Never raises.
+        """
+        try:
+            return self._walk(value, 0)
+        except Exception:  # a container that misbehaves (a dict subclass whose items() raises)
+            return SECRET
+
+    def _walk(self, value: Any, depth: int) -> Any:
         if isinstance(value, str):
             return self.redact(value)
+        if not isinstance(value, (dict, list, tuple, set, frozenset)):
+            return value
+        if depth >= MAX_DEPTH:
+            return TOO_DEEP
+        depth += 1
         if isinstance(value, dict):
-            return {k: self.redact_value(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self.redact_value(v) for v in value]
-        return value
+            return {
+                k: SECRET if isinstance(k, str) and is_secret_key(k) and _hides(v) else self._walk(v, depth)
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [self._walk(v, depth) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self._walk(v, depth) for v in value)
+        items = (self._walk(v, depth) for v in value)
+        return frozenset(items) if isinstance(value, frozenset) else set(items)
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts each record's message (``msg % args``), exception text
+    and stack text. It never drops a record and never raises.
+
+    A filter on a logger sees only the records logged to that very logger; install it on the
+    handlers (``handler.addFilter(RedactingFilter(redactor))``) to cover every logger.
+    """
+
+    def __init__(self, redactor: Redactor | None = None, name: str = "") -> None:
+        super().__init__(name)
+        self.redactor = redactor or Redactor()
+        self._formatter = logging.Formatter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        redact = self.redactor.redact
+        try:
+            message = record.getMessage()
+        except Exception:  # bad %-arguments: keep the template, never the raw arguments
+            message = f"{record.msg} (unformatted log arguments dropped)"
+        try:
+            record.msg, record.args = redact(message), None
+            if record.exc_info and not record.exc_text:
+                record.exc_text = self._formatter.formatException(record.exc_info)
+            if record.exc_text:
+                record.exc_text = redact(record.exc_text)
+            if record.stack_info:
+                record.stack_info = redact(record.stack_info)
+        except Exception:  # a redactor rule that failed: say so rather than log the secret
+            record.msg, record.args = "log message withheld: redaction failed", None
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True

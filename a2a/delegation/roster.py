@@ -34,7 +34,7 @@ import yaml
 
 from bus.wire import DEFAULT_MAX_DEPTH
 
-__all__ = ["UNRESTRICTED", "AgentRules", "Mode", "Roster", "RosterError", "ToolRule"]
+__all__ = ["DENIED", "UNRESTRICTED", "AgentRules", "Mode", "Roster", "RosterError", "ToolRule"]
 
 Mode = Literal["read", "write"]
 DEFAULT_MAX_FAN_OUT = 3
@@ -70,15 +70,23 @@ class AgentRules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
 
 UNRESTRICTED = AgentRules(mode="write", allow_sub_agent_calls=True, can_invoke=("*",))
+DENIED = AgentRules()
+"""Rights of an agent nobody granted any: read mode, no calls to other agents."""
 
 
 class Roster(msgspec.Struct, frozen=True, kw_only=True):
+    """Per-agent rules. ``defaults`` fill in what a listed agent's entry leaves out; an agent
+    the roster does not list gets ``defaults`` without the right to call anyone (deny by
+    default: seed 000's ``allow_sub_agent_calls`` is false unless granted)."""
+
     defaults: AgentRules = AgentRules()
     agents: dict[str, AgentRules] = {}
     tools: dict[str, ToolRule] = {}
+    unlisted: AgentRules = DENIED
 
     def rules(self, agent: str) -> AgentRules:
-        return self.agents.get(agent, self.defaults)
+        rules = self.agents.get(agent)
+        return rules if rules is not None else self.unlisted
 
     @classmethod
     def load(cls, path: str | Path) -> Roster:
@@ -109,7 +117,8 @@ class Roster(msgspec.Struct, frozen=True, kw_only=True):
             tools = msgspec.convert(raw.get("tools") or {}, dict[str, ToolRule])
         except msgspec.ValidationError as exc:
             raise RosterError(f"{source}: {exc}") from None
-        roster = cls(defaults=defaults, agents=agents, tools=tools)
+        unlisted = msgspec.structs.replace(defaults, allow_sub_agent_calls=False, can_invoke=())
+        roster = cls(defaults=defaults, agents=agents, tools=tools, unlisted=unlisted)
         roster.check(source)
         return roster
 

@@ -6,12 +6,17 @@ handing over only the last user messages and the file concerned; the writer asks
 reader for the file (a direct peer call) and checks each tool against the roster
 (``roster.yaml``) before using it; the reviewer's attempt to call the planner is refused
 by the roster.
+
+Each agent works in the workspace its own process configuration names (see
+:func:`~a2a.demo.workspace.workspace_root`); callers name files inside it. A ``workspace``
+parameter is still accepted from older callers but must be that same directory.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,25 +31,61 @@ from a2a import (
     DelegationResult,
     by_capability,
 )
-from a2a.errors import PermissionDenied
+from a2a.errors import InvalidParams, PermissionDenied
 
-from .workspace import functions_missing_docstrings, suggest_docstring
+from .workspace import (
+    check_glob,
+    confine,
+    functions_missing_docstrings,
+    inside,
+    suggest_docstring,
+    workspace_root,
+)
 
 __all__ = ["planner", "reader", "reviewer", "roster", "writer"]
 
 _PATH_PARAMS = {
     "type": "object",
-    "required": ["workspace", "path"],
+    "required": ["path"],
     "properties": {"workspace": {"type": "string"}, "path": {"type": "string"}},
 }
 
 
-def _resolve(workspace: str, path: str) -> anyio.Path:
-    root = os.path.realpath(workspace)
-    target = os.path.realpath(os.path.join(root, path))
-    if os.path.commonpath([root, target]) != root:
-        raise PermissionDenied(f"{path!r} is outside the workspace")
-    return anyio.Path(target)
+def _root(params: dict[str, Any]) -> Path:
+    """This agent's workspace; a caller's ``workspace`` parameter may only name the same one."""
+    root = workspace_root()
+    given = params.get("workspace")
+    if given is not None and (
+        not isinstance(given, str) or "\0" in given or os.path.realpath(given) != str(root)
+    ):
+        raise PermissionDenied("the workspace is set by the agent's configuration, not by callers")
+    return root
+
+
+def _file(params: dict[str, Any]) -> anyio.Path:
+    """The file ``params["path"]`` names inside this agent's workspace."""
+    return anyio.Path(confine(_root(params), params["path"]))
+
+
+def _failed(verb: str, params: dict[str, Any], exc: OSError) -> InvalidParams:
+    # Said without the workspace's absolute path, which the OS error message holds.
+    return InvalidParams(f"cannot {verb} {params['path']!r}: {exc.strerror or type(exc).__name__}")
+
+
+async def _read(params: dict[str, Any]) -> str:
+    file = _file(params)
+    try:
+        return await file.read_text()
+    except OSError as exc:
+        raise _failed("read", params, exc) from None
+
+
+async def _write(params: dict[str, Any], text: str) -> None:
+    file = _file(params)
+    try:
+        await file.write_text(text)
+    except OSError as exc:
+        raise _failed("write", params, exc) from None
 
 
 # -- reader ------------------------------------------------------------------------
@@ -63,16 +104,19 @@ reader = Agent(
     "scan",
     input_schema={
         "type": "object",
-        "required": ["workspace"],
         "properties": {"workspace": {"type": "string"}, "glob": {"type": "string"}},
     },
 )
 async def scan(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """List source files and the public functions that lack docstrings."""
     ctx.authorize_tool("glob")
-    root = anyio.Path(params["workspace"])
+    root = _root(params)
+    pattern = check_glob(params.get("glob", "*.py"))
     files = {}
-    for path in sorted([p async for p in root.glob(params.get("glob", "*.py"))]):
+    for path in sorted([p async for p in anyio.Path(root).glob(pattern)]):
+        # A symlink in the workspace may point anywhere: only what really lies inside counts.
+        if not inside(root, str(await path.resolve())) or not await path.is_file():
+            continue
         files[path.name] = functions_missing_docstrings(await path.read_text())
     return {"files": files}
 
@@ -81,7 +125,7 @@ async def scan(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 async def read(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """Return a file's text."""
     ctx.authorize_tool("read_file")
-    text = await _resolve(params["workspace"], params["path"]).read_text()
+    text = await _read(params)
     return {"path": params["path"], "text": text, "lines": text.count("\n")}
 
 
@@ -100,7 +144,7 @@ writer = Agent(
     "add_docstrings",
     input_schema={
         "type": "object",
-        "required": ["workspace", "path", "functions"],
+        "required": ["path", "functions"],
         "properties": {
             "workspace": {"type": "string"},
             "path": {"type": "string"},
@@ -110,7 +154,8 @@ writer = Agent(
 )
 async def add_docstrings(ctx: Context, params: dict[str, Any]) -> DelegationResult:
     """Insert a docstring into each named function, then check the file still compiles."""
-    current = await ctx.call("reader", "read", {"workspace": params["workspace"], "path": params["path"]})
+    _file(params)  # refuse a path outside the workspace before anything else
+    current = await ctx.call("reader", "read", {"path": params["path"]})
     source: str = current["text"]
     wanted = set(params["functions"])
     tree = ast.parse(source)
@@ -134,7 +179,7 @@ async def add_docstrings(ctx: Context, params: dict[str, Any]) -> DelegationResu
     ctx.authorize_tool("compile")
     compile(new_source, params["path"], "exec")
     ctx.authorize_tool("write_file")
-    await _resolve(params["workspace"], params["path"]).write_text(new_source)
+    await _write(params, new_source)
     received = ctx.request.delegation.context if ctx.request.delegation else None
     facts = []
     if received is not None:
@@ -161,13 +206,13 @@ reviewer = Agent(
 async def review(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """PASS when the file compiles and every public function has a docstring."""
     ctx.authorize_tool("read_file")
-    source = await _resolve(params["workspace"], params["path"]).read_text()
+    source = await _read(params)
     problems = []
     try:
         ctx.authorize_tool("compile")
         compile(source, params["path"], "exec")
     except SyntaxError as exc:
-        problems.append(f"does not compile: {exc}")
+        problems.append(ctx.services.redactor.redact(f"does not compile: {exc}"))
     else:
         problems += [
             f"{f['name']} (line {f['line']}) has no docstring" for f in functions_missing_docstrings(source)
@@ -195,14 +240,14 @@ planner = Agent(
     "run",
     input_schema={
         "type": "object",
-        "required": ["task", "workspace"],
+        "required": ["task"],
         "properties": {"task": {"type": "string"}, "workspace": {"type": "string"}},
     },
 )
 async def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """Find what is missing, have it written, have it reviewed."""
-    workspace = params["workspace"]
-    found = await ctx.call("reader", "scan", {"workspace": workspace})
+    workspace = str(_root(params))
+    found = await ctx.call("reader", "scan", {})
     edits = []
     for path, missing in found["files"].items():
         if not missing:
@@ -213,7 +258,7 @@ async def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
             f"Add a one-line docstring to {', '.join(names)} in {path}; keep the file compiling.",
             objective=f"docstrings for {path}",
             action="add_docstrings",
-            input={"workspace": workspace, "path": path, "functions": names},
+            input={"path": path, "functions": names},
             context=ContextFilter(
                 last_messages=3, roles=["user"], include_workspace=True, workspace_files=[path]
             ),
@@ -230,12 +275,10 @@ async def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 "thread": response.child_session_id,
             }
         )
-    reviews = [
-        await ctx.call("reviewer", "review", {"workspace": workspace, "path": e["path"]}) for e in edits
-    ]
+    reviews = [await ctx.call("reviewer", "review", {"path": e["path"]}) for e in edits]
     ok = all(r["verdict"] == "PASS" for r in reviews)
     return {
-        "task": params["task"],
+        "task": ctx.services.redactor.redact(params["task"]),
         "status": "done" if ok else "needs-work",
         "edits": edits,
         "reviews": reviews,
@@ -245,7 +288,10 @@ async def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 @planner.action("replan")
 async def replan(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """Accept a request to revise the plan."""
-    return {"accepted": True, "reason": params.get("reason")}
+    reason = params.get("reason")
+    if isinstance(reason, str):
+        reason = ctx.services.redactor.redact(reason)
+    return {"accepted": True, "reason": reason}
 
 
 roster = [planner, reader, writer, reviewer]

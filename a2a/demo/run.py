@@ -28,7 +28,7 @@ from ..dev.servers import NatsServer, RedisServer, die_with_parent
 from ..stores.audit import AuditRecord, decode_records
 from ..stores.history import Interaction
 from .timeline import timeline_table
-from .workspace import make_workspace
+from .workspace import WORKSPACE_ENV, make_workspace
 
 __all__ = ["AGENT_PROCESSES", "ROSTER", "run_demo"]
 
@@ -78,7 +78,8 @@ def run_demo(
     """Run the demo; returns the process exit status.
 
     With ``external_agents`` the four agents already run elsewhere (containers, pods)
-    in namespace ``A2A_NAMESPACE`` (default ``demo``), sharing ``workspace_dir``.
+    in namespace ``A2A_NAMESPACE`` (default ``demo``), sharing ``workspace_dir``, which must
+    be the workspace their own configuration names (``A2A_DEMO_WORKSPACE``, else ``/workspace``).
     """
     t0 = time.monotonic()
     nats_url = nats_url or os.environ.get("NATS_URL")
@@ -97,6 +98,11 @@ def run_demo(
             redis = stack.enter_context(RedisServer())
             redis_url = redis.url
             console.print(f"[bold]started[/] {Path(redis.argv()[0]).name} on {redis_url}  pid {redis.pid}")
+        if not os.environ.get("NATS_USER"):
+            console.print(
+                "[dim]open dev cluster: no credentials, so any process that reaches these servers may"
+                " call any agent as anyone (README: Security model)[/]"
+            )
         workspace = make_workspace(Path(workspace_dir) if workspace_dir else tmp / "workspace")
         env = {
             **os.environ,
@@ -104,6 +110,7 @@ def run_demo(
             "REDIS_URL": redis_url,
             "A2A_NAMESPACE": namespace,
             "A2A_ROSTER": str(ROSTER),
+            WORKSPACE_ENV: str(workspace),  # the agents' own setting; callers cannot change it
         }
         env.setdefault("A2A_HEARTBEAT_INTERVAL", "0.5")
         procs: dict[str, subprocess.Popen[bytes]] = {}

@@ -1,11 +1,34 @@
-"""The demo's temporary workspace and the source analysis its agents share."""
+"""The demo's workspace, the confinement of its agents to it, and the source analysis they share.
+
+Each demo agent works in one directory that its own process configuration names
+(``A2A_DEMO_WORKSPACE``, else ``/workspace``, the volume the deployments mount); a caller
+names files inside it and never the directory itself. :func:`confine` resolves a caller's
+path against that root and refuses, with ``PermissionDenied``, any path that leaves it.
+"""
 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
+import os
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
 
-__all__ = ["functions_missing_docstrings", "make_workspace", "suggest_docstring"]
+from bus.errors import PermissionDenied
+
+__all__ = [
+    "DEFAULT_WORKSPACE",
+    "WORKSPACE_ENV",
+    "check_glob",
+    "confine",
+    "functions_missing_docstrings",
+    "inside",
+    "make_workspace",
+    "suggest_docstring",
+    "workspace_root",
+]
+
+WORKSPACE_ENV = "A2A_DEMO_WORKSPACE"
+DEFAULT_WORKSPACE = "/workspace"
 
 INVENTORY = '''\
 """Stock keeping for a small shop."""
@@ -44,6 +67,52 @@ def make_workspace(root: Path) -> Path:
     (root / "inventory.py").write_text(INVENTORY)
     (root / "NOTES.md").write_text(NOTES)
     return root
+
+
+def workspace_root(env: Mapping[str, str] | None = None) -> Path:
+    """The workspace this process's demo agents work in (its real path, symlinks resolved)."""
+    env = os.environ if env is None else env
+    return Path(os.path.realpath(env.get(WORKSPACE_ENV) or DEFAULT_WORKSPACE))
+
+
+def inside(root: Path, target: str) -> bool:
+    """True when the real path ``target`` is ``root`` or below it (``root`` is a real path too)."""
+    return target == str(root) or target.startswith(str(root).rstrip(os.sep) + os.sep)
+
+
+def _check_name(path: object) -> str:
+    # A NUL byte would make the OS see a different, shorter path than the one checked.
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise PermissionDenied("a workspace path must be a non-empty string without NUL bytes")
+    if os.path.isabs(path) or path.startswith("~"):
+        raise PermissionDenied(f"{path!r} is not relative to the workspace")
+    return path
+
+
+def confine(root: Path, path: object) -> Path:
+    """The file ``path`` names inside the workspace ``root``, with every symlink resolved.
+
+    Raises:
+        PermissionDenied: ``path`` is absolute, holds a NUL byte, or leads outside ``root``
+            (through ``..`` or a symlink).
+    """
+    name = _check_name(path)
+    target = os.path.realpath(os.path.join(root, name))
+    if not inside(root, target):
+        raise PermissionDenied(f"{name!r} is outside the workspace")
+    return Path(target)
+
+
+def check_glob(pattern: object) -> str:
+    """A glob pattern that stays inside the workspace (relative, no ``..``).
+
+    Raises:
+        PermissionDenied: the pattern is absolute, holds a NUL byte or a ``..`` part.
+    """
+    name = _check_name(pattern)
+    if ".." in PurePosixPath(name).parts:
+        raise PermissionDenied(f"{name!r} leads outside the workspace")
+    return name
 
 
 def functions_missing_docstrings(source: str) -> list[dict[str, object]]:

@@ -273,13 +273,29 @@ class NatsServer(ServerProcess):
 
 
 class RedisServer(ServerProcess):
-    """redis-server (or valkey-server) without persistence."""
+    """redis-server (or valkey-server) without persistence.
+
+    ``acl_file`` loads users and their rights (``a2a redis-config`` writes one); clients
+    then connect as ``redis://<user>:<password>@host:port/0``.
+    """
 
     name = "redis"
     scheme = "redis"
 
+    def __init__(
+        self,
+        port: int | None = None,
+        *,
+        host: str = "127.0.0.1",
+        acl_file: str | os.PathLike[str] | None = None,
+        extra_args: Sequence[str] = (),
+    ) -> None:
+        super().__init__(port, host=host)
+        self.acl_file = acl_file
+        self.extra_args = list(extra_args)
+
     def argv(self) -> list[str]:
-        return [
+        argv = [
             redis_server_binary(),
             "--port", str(self.port),
             "--bind", self.host,
@@ -288,6 +304,9 @@ class RedisServer(ServerProcess):
             "--daemonize", "no",
             "--dir", str(self.workdir),
         ]  # fmt: skip
+        if self.acl_file is not None:
+            argv += ["--aclfile", str(Path(self.acl_file).resolve())]
+        return argv + self.extra_args
 
     @property
     def url(self) -> str:

@@ -10,7 +10,9 @@ itself is used as it is.
 W3C trace context travels in NATS message headers: the caller's "send" span (kind
 PRODUCER) is the parent of the callee's "process" span (kind CONSUMER), so one user
 request is one trace whose span tree follows the delegation tree across processes.
-Payloads stay out of spans unless ``A2A_TRACE_PAYLOADS=true``, and then only redacted.
+Payloads stay out of spans unless ``A2A_TRACE_PAYLOADS=true``, and then only redacted (by
+key name and by pattern); error descriptions on spans are always redacted, and spans never
+record exception events (a traceback's text would bypass the redactor).
 
 The call path and hosts hold one :class:`Trace` per call or handled message. With
 telemetry off it is a shared no-op object, so the hot path carries no telemetry branches.
@@ -149,7 +151,8 @@ class Telemetry:
                 try:
                     provider.shutdown()  # type: ignore[union-attr]
                 except Exception as exc:  # an exporter that cannot reach its collector
-                    log.warning("telemetry shutdown: %s", exc)
+                    # The message may hold the collector's URL, credentials included.
+                    log.warning("telemetry shutdown: %s", self.redactor.redact(str(exc)))
 
     # -- per call / per handled message --------------------------------------------------
 
@@ -220,6 +223,7 @@ class Telemetry:
             span.set_attribute("a2a.parameters", self.payload(env.payload.parameters))
 
     def outcome(self, span: Span, error: A2AError | None, result: Any = None) -> None:
+        """Set the span's status (the error's description redacted) and, if opted in, the result."""
         if error is not None:
             span.set_attribute("a2a.error_code", error.code)
             if error.agent:
@@ -229,11 +233,14 @@ class Telemetry:
             span.set_attribute("a2a.result", self.payload(result))
 
     def payload(self, value: Any) -> str:
+        """``value`` as JSON for a span attribute: secrets under secret key names and secrets
+        in text redacted, then cut to a bounded length."""
+        redactor = self.redactor
         try:
-            text = msgspec.json.encode(value).decode()
-        except (TypeError, msgspec.EncodeError):
-            text = repr(type(value))
-        return self.redactor.redact(text)[:_PAYLOAD_LIMIT]
+            text = msgspec.json.encode(redactor.redact_value(msgspec.to_builtins(value))).decode()
+        except (TypeError, ValueError, msgspec.EncodeError):
+            return repr(type(value))
+        return redactor.redact(text)[:_PAYLOAD_LIMIT]
 
     # -- metrics -------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """Audit records: one per A2A exchange, published on ``a2a.<ns>.audit.<agent>``.
 
 A JetStream stream (``A2A_AUDIT_<ns>``, created by every runtime that finds JetStream)
-keeps them; :func:`read_audit` reads them back with filters. Objectives and error
-messages are redacted before they are written; parameters and results never are.
+keeps them; :func:`read_audit` reads them back with filters. The free text of a record
+(objective, error message, the capabilities a call was routed by) is redacted before it is
+written; parameters and results never are written.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "callee_record",
     "caller_record",
     "decode_records",
+    "ensure_audit_stream",
     "read_audit",
     "stream_name",
 ]
@@ -191,9 +193,8 @@ class AuditLog:
         transport = self.link.transport
         if not self.enabled or not isinstance(transport, NatsTransport):
             return False
-        name = stream_name(self.link.subjects.namespace)
         try:
-            await ensure_stream(transport, name, [self.link.subjects.audit_all], max_age=AUDIT_MAX_AGE)
+            name = await ensure_audit_stream(transport, self.link.subjects.namespace)
         except TransportError as exc:
             log.warning("audit records are published but not kept: no JetStream stream (%s)", exc)
             return False
@@ -204,10 +205,13 @@ class AuditLog:
         """Queue one record (redacted) for the next batch; it is encoded with the batch."""
         if not self.enabled:
             return
+        redact = self.redactor.redact
         if record.objective:
-            record.objective = self.redactor.redact(record.objective)
+            record.objective = redact(record.objective)
         if record.error_message:
-            record.error_message = self.redactor.redact(record.error_message)
+            record.error_message = redact(record.error_message)
+        if record.routed_by:
+            record.routed_by = redact(record.routed_by)
         pending = self._pending
         pending.append(record)
         if len(pending) >= self._batch_records:
@@ -250,6 +254,17 @@ class AuditLog:
         except A2AError as exc:
             self.dropped += len(records)
             log.warning("%d audit records dropped: %s", len(records), exc)
+
+
+async def ensure_audit_stream(transport: NatsTransport, namespace: str) -> str:
+    """Create (or update) the stream that keeps a namespace's audit records; returns its name.
+
+    Raises:
+        TransportError: no JetStream, or this user may not create the stream.
+    """
+    name = stream_name(namespace)
+    await ensure_stream(transport, name, [f"a2a.{namespace}.audit.>"], max_age=AUDIT_MAX_AGE)
+    return name
 
 
 def decode_records(data: bytes) -> list[AuditRecord]:

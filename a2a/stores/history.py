@@ -7,7 +7,8 @@ Keys (``P`` = ``a2a:{<ns>}:``), all expiring ``ttl`` seconds after the last writ
     P conv:<id>:calls      list of Interaction JSON: one per sub-agent call, no context copied
     P active:<hash>        an objective in progress (origin, target, objective) -> requestId
 
-A delegation's thread (seed 003 ``thread_mode``) is a conversation of its own.
+A delegation's thread (seed 003 ``thread_mode``) is a conversation of its own. The free
+text of an interaction (task, output preview) is redacted before it is written.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from bus.handoff import ChatMessage
 from bus.wire import Wire
 from discovery.errors import redis_errors
 from discovery.registry import RegistryKeys
+
+from ..delegation.redact import Redactor
 
 __all__ = ["HistoryStore", "Interaction", "objective_key", "preview"]
 
@@ -67,8 +70,10 @@ class HistoryStore:
         *,
         max_messages: int = 1000,
         ttl: float = 7 * 24 * 3600,
+        redactor: Redactor | None = None,
     ) -> None:
         self.redis = redis
+        self.redactor = redactor or Redactor()
         self.prefix = RegistryKeys(namespace).prefix
         self.max_messages = max_messages
         self.ttl = int(ttl)
@@ -135,7 +140,17 @@ class HistoryStore:
         return str(value) if value is not None else None
 
     async def record(self, conversation_id: str, interaction: Interaction) -> None:
-        """Record one sub-agent interaction: who asked whom what, and a preview of the outcome."""
+        """Record one sub-agent interaction: who asked whom what, and a preview of the outcome.
+
+        The task and the output preview are redacted (and cut to a preview again, since a
+        replacement can be longer than what it replaced); ``interaction`` is not changed.
+        """
+        redact = self.redactor.redact
+        interaction = msgspec.structs.replace(
+            interaction,
+            task=preview(redact(interaction.task)),
+            output_preview=preview(redact(interaction.output_preview)),
+        )
         key = self._key(conversation_id, "calls")
         with redis_errors("record interaction"):
             async with self.redis.pipeline(transaction=False) as pipe:
@@ -165,4 +180,5 @@ class HistoryStore:
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """``text`` cut to ``limit`` characters. Redact before cutting: a cut secret may no longer match."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -53,11 +53,12 @@ def test_call_prints_the_typed_error_and_exits_non_zero(
 ) -> None:
     out = a2a("call", "echo", "sleep", "--params", '{"seconds": "x"}', env=agent_env(settings))
     assert out.returncode == 1
-    assert "INVALID_PARAMS" in out.stderr and "$.seconds" in out.stderr and "agent echo" in out.stderr
+    assert out.stderr.startswith("a2a call: INVALID_PARAMS: ") and out.stderr.count("\n") == 1
+    assert "$.seconds" in out.stderr and "agent echo" in out.stderr
     out = a2a("call", "nobody", "x", "--timeout", "5", env=agent_env(settings))
-    assert out.returncode == 1 and "NO_RESPONDERS" in out.stderr
+    assert out.returncode == 1 and out.stderr.startswith("a2a call: NO_RESPONDERS: ")
     out = a2a("call", "echo", "echo", "--params", "[1]", env=agent_env(settings))
-    assert out.returncode == 2 and "JSON object" in out.stderr
+    assert out.returncode == 2 and out.stderr == "a2a call: --params must be a JSON object\n"
 
 
 def test_agents_lists_the_registry(settings: Settings, echo_process: AgentProcess) -> None:

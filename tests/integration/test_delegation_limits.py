@@ -43,9 +43,13 @@ async def raw_request(rt: Runtime, agent: str, **fields: Any) -> dict[str, Any]:
     """An envelope published by a plain NATS client, bypassing every caller-side check."""
     meta = {"timestamp": int(time.time() * 1000), "correlation_id": uuid.uuid4().hex, "ttl_ms": 5000}
     meta.update(fields.pop("meta", {}))
+    source = fields.pop("source", "raw")
+    depth = meta.get("depth", 0)
+    if depth and "call_chain" not in meta:  # a lineage the callee accepts: depth agents, the sender last
+        meta["call_chain"] = [f"up{i}" for i in range(depth - 1)] + [source]
     env = RequestEnvelope(
         message_id=uuid.uuid4().hex,
-        source_agent_id=fields.pop("source", "raw"),
+        source_agent_id=source,
         target_agent_id=agent,
         conversation_id=fields.pop("conversation", uuid.uuid4().hex),
         protocol_version=PROTOCOL_VERSION,
@@ -93,7 +97,7 @@ async def test_an_agent_already_on_the_chain_is_a_cycle(rt: Runtime) -> None:
         await rt.call("hop_a", "forward", nest("hop_a", "hop_b", "hop_a"))
     assert info.value.details["callChain"] == ["hop_a", "hop_b", "hop_a"]
     error = error_of(
-        await raw_request(rt, "hop_b", source="hop_a", meta={"depth": 1, "call_chain": ["hop_b", "hop_a"]})
+        await raw_request(rt, "hop_b", source="hop_a", meta={"depth": 2, "call_chain": ["hop_b", "hop_a"]})
     )
     assert error["code"] == "CYCLE_DETECTED"
     await still_serving(rt)

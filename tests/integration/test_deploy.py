@@ -23,6 +23,8 @@ import yaml
 from a2a import Policy, Runtime, Settings
 from a2a.cli import build_parser
 from a2a.cli.nats_config import password_variable, render_authorization
+from a2a.cli.redis_config import password_variable as redis_password_variable
+from a2a.cli.redis_config import render_acl
 from a2a.core.settings import ENVIRONMENT
 from a2a.delegation.roster import Roster
 from a2a.demo.run import AGENT_PROCESSES, ROSTER, _drive
@@ -35,7 +37,10 @@ from tests.helpers import ROOT, AgentProcess
 DEPLOY = ROOT / "deploy"
 CONF = DEPLOY / "nats" / "cluster.conf"
 KNOWN_ENV = set(ENVIRONMENT) | set(OTEL_ENVIRONMENT) | {"A2A_LOG_LEVEL", "PYTHONUNBUFFERED"}
-USERS = ["planner", "reader", "writer", "reviewer", "scribe", "client", "admin"]
+USERS = ["planner", "reader", "writer", "reviewer", "scribe", "client", "auditor", "admin"]
+REDIS_USERS = ["planner", "reader", "writer", "reviewer", "scribe", "client", "admin"]
+REDIS_PASSWORDS = {redis_password_variable(u) for u in REDIS_USERS}
+"""Kubernetes containers hold their Redis password in one of these to build REDIS_URL from."""
 
 
 def dotenv() -> dict[str, str]:
@@ -105,6 +110,11 @@ def test_compose_file_matches_the_code() -> None:
             and password.group(1) in secrets
         )
         check_a2a_command(service["command"])
+        user = env["NATS_USER"]  # the same user name on NATS and Redis
+        assert env["REDIS_URL"] == f"redis://{user}:${{{redis_password_variable(user)}}}@redis:6379/0"
+    redis = services["redis"]
+    assert redis["command"][:3] == ["redis-server", "--aclfile", "/etc/redis/users.acl"]
+    assert "./redis/users.acl:/etc/redis/users.acl:ro" in redis["volumes"]
     for name in AGENT_PROCESSES:
         assert services[name]["command"] == ["serve", AGENT_PROCESSES[name]]
         assert services[name]["environment"]["NATS_USER"] == name
@@ -130,9 +140,14 @@ def test_kubernetes_manifests_match_the_code() -> None:
         assert container["image"] == "a2a-runtime:dev"
         check_a2a_command(container["args"])
         env = {e["name"]: e for e in container["env"]}
-        assert set(env) <= KNOWN_ENV, set(env) - KNOWN_ENV
+        assert set(env) <= KNOWN_ENV | REDIS_PASSWORDS, set(env) - KNOWN_ENV - REDIS_PASSWORDS
         key = env["NATS_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"]
         assert key == password_variable(env["NATS_USER"]["value"]) and key in secrets
+        user, names = env["NATS_USER"]["value"], [e["name"] for e in container["env"]]
+        variable = redis_password_variable(user)
+        assert env["REDIS_URL"]["value"] == f"redis://{user}:$({variable})@redis:6379/0"
+        assert env[variable]["valueFrom"]["secretKeyRef"] == {"name": "a2a-nats-passwords", "key": variable}
+        assert names.index(variable) < names.index("REDIS_URL")  # $(VAR) expands earlier entries only
         if doc["kind"] == "Deployment":
             name = doc["metadata"]["name"]
             assert container["args"] == ["serve", AGENT_PROCESSES[name]]
@@ -140,9 +155,26 @@ def test_kubernetes_manifests_match_the_code() -> None:
             assert container["ports"] == [{"name": "health", "containerPort": port}]
             assert container["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "health"}
             assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    redis = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "redis")
+    (server,) = redis["spec"]["template"]["spec"]["containers"]
+    assert server["args"][:3] == ["redis-server", "--aclfile", "/etc/redis/users.acl"]
+    assert server["volumeMounts"] == [{"name": "acl", "mountPath": "/etc/redis"}]
+    volumes = redis["spec"]["template"]["spec"]["volumes"]
+    assert volumes == [{"name": "acl", "configMap": {"name": "a2a-redis-acl"}}]
     kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
     for path in [*kustomization["resources"], *kustomization["configMapGenerator"][0]["files"]]:
         assert (DEPLOY / path).is_file(), path
+
+
+def test_redis_users_are_what_the_roster_generates_from_the_demo_passwords() -> None:
+    secrets = dotenv()
+    missing = sorted(REDIS_PASSWORDS - set(secrets))
+    assert not missing, f"deploy/.env lacks {missing} (see deploy/redis/README.md)"
+    expected = render_acl(Roster.load(ROSTER), "demo", passwords=secrets)
+    assert (DEPLOY / "redis" / "users.acl").read_text() == expected, "regenerate with `a2a redis-config`"
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    generated = {g["name"]: g.get("files", []) for g in kustomization["configMapGenerator"]}
+    assert generated.get("a2a-redis-acl") == ["redis/users.acl"]
 
 
 def test_dockerfile_copies_what_exists_and_sets_known_variables() -> None:
@@ -207,11 +239,20 @@ def user_settings(nodes: list[ClusterNode], node: int, user: str, redis_url: str
 async def test_the_demo_runs_with_agents_spread_over_the_cluster_and_permissions_hold(
     cluster: list[ClusterNode], tmp_path: Path
 ) -> None:
-    with RedisServer() as redis:
+    redis_passwords = {redis_password_variable(u): f"{u}-redis-test-pw" for u in REDIS_USERS}
+    acl = tmp_path / "users.acl"
+    acl.write_text(render_acl(Roster.load(ROSTER), "demo", passwords=redis_passwords))
+    redis = RedisServer(acl_file=acl)
+
+    def redis_url(user: str) -> str:  # every process connects as its own Redis user
+        return f"redis://{user}:{user}-redis-test-pw@{redis.host}:{redis.port}/0"
+
+    with redis:
         placement = {"planner": 0, "reader": 1, "writer": 2, "reviewer": 1}
+        workspace = make_workspace(tmp_path / "workspace")
         procs = []
         for name, node in placement.items():
-            s = user_settings(cluster, node, name, redis.url)
+            s = user_settings(cluster, node, name, redis_url(name))
             procs.append(
                 AgentProcess(
                     s,
@@ -219,12 +260,12 @@ async def test_the_demo_runs_with_agents_spread_over_the_cluster_and_permissions
                     NATS_USER=name,
                     NATS_PASSWORD=s.nats_password or "",
                     A2A_ROSTER=str(ROSTER),
+                    A2A_DEMO_WORKSPACE=str(workspace),
                 ).start()
             )
         try:
-            workspace = make_workspace(tmp_path / "workspace")
             client = Settings(
-                **{**_fields(user_settings(cluster, 2, "client", redis.url)), "client_name": "user"}
+                **{**_fields(user_settings(cluster, 2, "client", redis_url("client"))), "client_name": "user"}
             )
             with anyio.fail_after(60):
                 result, records, _ = await _drive(client, str(workspace))
@@ -236,13 +277,13 @@ async def test_the_demo_runs_with_agents_spread_over_the_cluster_and_permissions
                 ("writer", "reader", "ok"),
             } <= hops
             # The reviewer's NATS user may not publish to the planner, whatever its runtime's policy says.
-            rogue = user_settings(cluster, 0, "reviewer", redis.url)
+            rogue = user_settings(cluster, 0, "reviewer", redis_url("reviewer"))
             async with Runtime(rogue, policy=Policy()) as rt:
                 start = time.monotonic()
                 with pytest.raises(PermissionDenied) as info:
                     await rt.call("planner", "replan", {"reason": "bypass"}, timeout=20)
                 assert time.monotonic() - start < 2.0
-                assert info.value.details["subject"] == "a2a.demo.agent.planner"
+                assert info.value.details["subject"] == "a2a.demo.agent.planner.reviewer"
         finally:
             for proc in procs:
                 output = proc.output()

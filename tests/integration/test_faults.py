@@ -336,7 +336,7 @@ def fuzz_target(nats_url: str, redis_url: str) -> Iterator[FuzzTarget]:
                 i += 1
 
         portal.start_task_soon(valid_traffic)
-        yield FuzzTarget(portal, nc, f"a2a.{namespace}.agent.echo", good, stop)
+        yield FuzzTarget(portal, nc, f"a2a.{namespace}.agent.echo.fuzz", good, stop)
         portal.call(stop.set)
         time.sleep(0.2)
         portal.call(nc.close)

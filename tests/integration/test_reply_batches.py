@@ -58,7 +58,7 @@ async def test_replies_to_one_runtime_travel_together_over_nats(nats_settings: S
             answers: list[Any] = []
 
             async def plain_call() -> None:
-                subject = f"a2a.{nats_settings.namespace}.agent.gated"
+                subject = f"a2a.{nats_settings.namespace}.agent.gated.raw"
                 answers.append(await observer.nc.request(subject, codec.encode_envelope(plain), timeout=10))
 
             async with anyio.create_task_group() as tg:

@@ -107,7 +107,7 @@ async def _tap(broker: MemoryBroker, namespace: str) -> list[str]:
         seen.append(msg.subject)
 
     # Not ``agent.>``: a subscriber on the ghost's subject would take away its "no responders".
-    for subject in ("agent.echo", "agent.relay", "agent.gate", "inst.>", "reply.>"):
+    for subject in ("agent.echo.*", "agent.relay.*", "agent.gate.*", "inst.>", "reply.>"):
         await tap.subscribe(f"a2a.{namespace}.{subject}", record)
     return seen
 

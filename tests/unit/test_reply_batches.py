@@ -101,7 +101,7 @@ async def test_only_callers_that_ask_for_batches_get_them(
     await raw.subscribe(prefix + "*", spy)
     for i in range(10):
         await raw.publish(
-            f"a2a.{server.settings.namespace}.agent.gated", request(i, batch=batch), reply=f"{prefix}c{i}"
+            f"a2a.{server.settings.namespace}.agent.gated.raw", request(i, batch=batch), reply=f"{prefix}c{i}"
         )
     with anyio.fail_after(5):
         while server.hosts["gated"].accepted < 10:
@@ -192,7 +192,7 @@ async def test_callers_without_a_runtime_reply_subject_never_share_a_batch(
         await broker.connect().subscribe(f"a2a.{ns}.reply.{who}", spy)
     raw = broker.connect()
     for i, who in enumerate(spies):
-        await raw.publish(f"a2a.{ns}.agent.gated", request(i, batch=True), reply=f"a2a.{ns}.reply.{who}")
+        await raw.publish(f"a2a.{ns}.agent.gated.raw", request(i, batch=True), reply=f"a2a.{ns}.reply.{who}")
     with anyio.fail_after(5):
         while server.hosts["gated"].accepted < 3:
             await anyio.sleep(0.001)

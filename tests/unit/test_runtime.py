@@ -107,7 +107,7 @@ async def test_max_depth_refused_by_caller_and_by_callee(make_runtime: MakeRunti
     await server.serve(echo, relay)
     with pytest.raises(MaxDepthExceeded):
         await client.call("relay", "forward", {"target": "echo", "action": "echo"})
-    reply = await _raw_request(client, "echo", depth=5, max_depth=5)
+    reply = await _raw_request(client, "echo", depth=5, max_depth=5, call_chain=["a", "b", "c", "d", "raw"])
     assert reply["payload"]["error"]["code"] == "MAX_DEPTH_EXCEEDED"
 
 
@@ -127,7 +127,7 @@ async def test_a_callback_into_an_agent_on_the_chain_is_a_cycle(make_runtime: Ma
         )
     assert out == {"error": "CYCLE_DETECTED", "agent": "relay", "hop": 1}
     with pytest.raises(CycleDetected):
-        await _raise(_raw_request(client, "relay", call_chain=["relay"]))
+        await _raise(_raw_request(client, "relay", depth=2, call_chain=["relay", "raw"]))
 
 
 async def test_handlers_run_concurrently_up_to_the_limit(make_runtime: MakeRuntime) -> None:

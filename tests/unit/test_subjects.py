@@ -32,18 +32,31 @@ def test_invalid_subjects_are_refused(bad: str) -> None:
 
 
 def test_subject_layout() -> None:
-    s = Subjects("prod")
-    assert s.agent("planner") == "a2a.prod.agent.planner"
-    assert s.instance("planner-1a2b") == "a2a.prod.inst.planner.planner-1a2b"
-    assert s.instance("code-writer-1a2b") == "a2a.prod.inst.code-writer.code-writer-1a2b"
-    assert s.instances("planner") == "a2a.prod.inst.planner.*"
-    assert s.notify("build.done") == "a2a.prod.notify.build.done"
+    s = Subjects("prod", "alice@corp")
+    assert s.agent("planner") == "a2a.prod.agent.planner.alice_corp"
+    assert s.instance("planner-1a2b") == "a2a.prod.inst.planner.planner-1a2b.alice_corp"
+    assert s.instance("code-writer-1a2b") == "a2a.prod.inst.code-writer.code-writer-1a2b.alice_corp"
+    assert s.instances("planner") == "a2a.prod.inst.planner.*.alice_corp"
+    assert s.notify("build.done") == "a2a.prod.notify.alice_corp.build.done"
+    assert s.cancel("planner") == "a2a.prod.cancel.planner.alice_corp"
     assert s.reply_prefix("alice@corp", "r1") == "a2a.prod.reply.alice_corp.r1."
-    assert s.cancel == "a2a.prod.cancel"
     assert s.audit("reader") == "a2a.prod.audit.reader"
     for bad in ("a.b", "x y", "", "*"):
         with pytest.raises(ValueError):
             s.agent(bad)
+    anyone = s.receiving()
+    assert anyone.agent("planner") == "a2a.prod.agent.planner.*"
+    assert anyone.notify("build.done") == "a2a.prod.notify.*.build.done"
+
+
+def test_the_sender_and_agent_are_read_back_from_subjects() -> None:
+    s = Subjects("prod", "bob")
+    for subject in (s.agent("planner"), s.instance("planner-1a2b"), s.cancel("planner")):
+        assert s.sender_of(subject) == "bob"
+    assert s.sender_of(s.notify("build.done")) == "bob"
+    assert s.agent_of(s.agent("planner")) == "planner"
+    assert s.agent_of(s.instance("code-writer-1a2b")) == "code-writer"
+    assert s.is_instance(s.instance("planner-1a2b")) and not s.is_instance(s.agent("planner"))
 
 
 @pytest.mark.parametrize(

@@ -74,3 +74,34 @@ async def test_tracing_on_propagates_w3c_context_and_redacts_opt_in_payloads() -
     assert headers["traceparent"].split("-")[2] == format(span.context.span_id, "016x")
     assert span.attributes["a2a.parameters"] == '{"mail":"[EMAIL]"}'
     assert span.attributes["a2a.result"] == '{"mail":"[EMAIL]"}'
+
+
+leaky = Agent("leaky")
+
+
+@leaky.action("connect")
+async def _connect(ctx: Context, params: dict[str, Any]) -> Any:
+    raise RuntimeError("cannot reach redis://:hunter2@cache:6379")
+
+
+async def test_error_descriptions_and_payloads_are_redacted_by_pattern_and_key_name() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    params = {"credentials": {"user": "bob", "value": "nested-pw"}, "note": "Authorization: Basic dXNlcjpw"}
+    async with MemoryBroker() as broker:
+        settings = Settings(redis_url=None)
+        async with (
+            Runtime(settings, transport=broker.connect()) as server,
+            Runtime(
+                settings, transport=broker.connect(), telemetry=Telemetry(provider, payloads=True)
+            ) as client,
+        ):
+            await server.serve(leaky)
+            with pytest.raises(Exception, match="AGENT_ERROR"):
+                await client.call("leaky", "connect", params)
+    (span,) = exporter.get_finished_spans()
+    assert span.status.description == "AGENT_ERROR: cannot reach redis://:[SECRET]@cache:6379"
+    attributes = span.attributes or {}
+    assert attributes["a2a.parameters"] == '{"credentials":"[SECRET]","note":"Authorization: Basic [SECRET]"}'
+    assert not span.events

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import redis.asyncio as aioredis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from discovery import AgentCapability, AgentProfile, LocalView, Registry, match_score
+from discovery import AgentCapability, AgentProfile, LocalView, Registry, ViewEntry, match_score
 
 STATUSES = ["available", "available", "busy", "offline"]
 
@@ -117,3 +119,87 @@ def test_equally_proficient_instances_go_to_the_least_loaded_within_a_bounded_wi
     window = [agent_id for _, agent_id in sorted((-1.0, f"i-{i}") for i in range(2001))][:TIE_WINDOW]
     chosen = many.best(["x"])
     assert chosen is not None and chosen.agent_id in window and "i-2000" not in window
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    instances=st.lists(
+        st.tuples(
+            st.dictionaries(st.sampled_from("abc"), st.sampled_from([0.2, 0.5, 1.0]), min_size=1),
+            st.sampled_from(STATUSES),
+            st.integers(0, 10),
+            st.sampled_from(["p", "q", "r"]),
+        ),
+        max_size=15,  # within one TIE_WINDOW, so instance ids do not decide which loads are compared
+    ),
+    required=st.lists(st.sampled_from("abc"), min_size=1, max_size=2),
+    allowed_names=st.sets(st.sampled_from(["p", "q", "r"])),
+)
+def test_best_with_allowed_equals_best_over_the_allowed_agents_only(
+    instances: list[tuple[dict[str, float], str, int, str]], required: list[str], allowed_names: set[str]
+) -> None:
+    view = view_of([(caps, status, load) for caps, status, load, _ in instances])
+    names = {f"i-{i}": name for i, (*_, name) in enumerate(instances)}
+    for agent_id, name in names.items():
+        view.get(agent_id).profile.name = name  # type: ignore[union-attr]
+    only_allowed = view_of([(c, s, ld) for c, s, ld, name in instances if name in allowed_names])
+    chosen = view.best(required, allowed=allowed_names.__contains__)
+    expected = only_allowed.best(required)
+    if expected is None:
+        assert chosen is None
+    else:
+        assert chosen is not None and names[chosen.agent_id] in allowed_names
+
+        # As without ``allowed``: the best score among available ones (ties need not go to the
+        # least loaded), else the least loaded busy one.
+        def key(entry: ViewEntry) -> tuple[float, str, float]:
+            busy = entry.profile.status == "busy"
+            return (
+                match_score(entry.proficiencies, required),
+                entry.profile.status,
+                -entry.load_ratio * busy,
+            )
+
+        assert key(chosen) == key(expected)
+
+
+def test_dropped_instances_are_ignored_for_the_registry_ttl_and_then_come_back() -> None:
+    view = LocalView(Registry(aioredis.Redis(), namespace="unit", heartbeat_interval=0.02))  # ttl 60 ms
+    view.connected = True
+    profiles = [
+        AgentProfile(agent_id=f"w-{i}", name="w", capabilities=[AgentCapability(id="x", proficiency=p)])
+        for i, p in enumerate([0.9, 0.5])
+    ]
+    view.replace_all(profiles)
+    view.drop("w-0")
+    assert view.best(["x"]).agent_id == "w-1"  # type: ignore[union-attr]
+    view.replace_all(profiles)  # a resync names it: still ignored
+    assert view.get("w-0") is None
+    time.sleep(view.registry.ttl)
+    view.replace_all(profiles)
+    assert view.best(["x"]).agent_id == "w-0"  # type: ignore[union-attr]
+
+
+def test_the_quarantine_holds_a_bounded_number_of_ids() -> None:
+    from discovery._quarantine import Quarantine
+
+    now = [0.0]
+    quarantine = Quarantine(5.0, limit=100, clock=lambda: now[0])
+    for i in range(1000):
+        quarantine.add(f"i-{i}")
+        now[0] += 0.001
+    assert len(quarantine) == 100 and "i-999" in quarantine and "i-0" not in quarantine
+    now[0] += 5.0
+    assert "i-999" not in quarantine
+    quarantine.expire()
+    assert len(quarantine) == 0
+
+
+def test_entries_without_news_for_long_are_forgotten_but_not_while_redis_is_away() -> None:
+    view = view_of([({"x": 0.9}, "available", 0), ({"x": 0.5}, "available", 0)])
+    view.get("i-0").seen -= view.prune_after + 1  # type: ignore[union-attr]
+    view.connected = False
+    assert view.prune() == 0 and len(view.entries()) == 2
+    view.connected = True
+    assert view.prune() == 1
+    assert [e.agent_id for e in view.entries()] == ["i-1"] and view.best(["x"]).agent_id == "i-1"  # type: ignore[union-attr]

@@ -1,0 +1,183 @@
+"""Redis ACL users generated from the roster: each agent writes only its own registry entries.
+
+``a2a redis-config --roster roster.yaml --namespace prod --out users.acl`` writes an ACL
+file for ``redis-server --aclfile users.acl``: one Redis user per roster agent (user name =
+agent name), client users for callers outside any agent (the CLI, an HTTP gateway) and an
+admin. Passwords are read at generation time from the environment variables
+``A2A_REDIS_PASSWORD_<USER>`` and written as SHA-256 hashes (an ACL file cannot read the
+environment); runtimes connect with ``REDIS_URL=redis://<user>:<password>@host:6379/0``.
+ACL files have no comments, so the file says nothing of where it came from.
+
+What the server then enforces, for every command and for every key a Lua script touches:
+
+* the ``default`` user is off: no unauthenticated access;
+* an agent reads every key of its namespace, writes its own instance hashes only
+  (``inst:<agent>-<8 hex digits>``, the instance ids the runtime makes, so an agent whose
+  name is another's plus ``-suffix`` cannot match them), the shared indexes the registry
+  scripts maintain (``instances``, ``capindex``, ``cap:*``) and conversation history
+  (``conv:*``, ``active:*``); it publishes and subscribes on the events channel only;
+* a client reads the registry, reads and writes history and subscribes to the events
+  channel, and may run only the scripts that read;
+* neither may run anything else: no FLUSHALL, KEYS, SCAN, CONFIG, DEBUG, ACL, SHUTDOWN,
+  MONITOR, MODULE, REPLICAOF, ... Only the admin has every right.
+
+Local views refuse an entry whose profile names another agent than its id's prefix, so
+the key rights above decide which agent an instance may claim to be.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from bus.subjects import validate_name
+from discovery.registry import RegistryKeys
+
+from ..delegation.roster import Roster
+from .common import CommandError
+
+__all__ = [
+    "AGENT_COMMANDS",
+    "CLIENT_COMMANDS",
+    "MissingPassword",
+    "agent_rules",
+    "client_rules",
+    "cmd_redis_config",
+    "password_variable",
+    "render_acl",
+]
+
+_CONNECTION = ("ping", "select")
+_READ_SCRIPTS = ("evalsha_ro", "script|load", "script|exists")
+"""The registry's reads run as EVALSHA_RO: Redis refuses writes from them, and read-only
+key rights (``%R~``) let clients run them."""
+_REGISTRY_READS = ("hget", "hmget", "smembers", "zrevrange", "zscore", "exists")
+_REGISTRY_WRITES = ("hset", "del", "pexpire", "sadd", "srem", "zadd", "zrem")
+_HISTORY = (
+    "hsetnx",
+    "hget",
+    "expire",
+    "rpush",
+    "ltrim",
+    "lrange",
+    "set",
+    "get",
+    "del",
+    "multi",
+    "exec",
+    "discard",
+)
+
+AGENT_COMMANDS = tuple(
+    dict.fromkeys(
+        (
+            *_CONNECTION,
+            *_READ_SCRIPTS,
+            "evalsha",
+            *_REGISTRY_READS,
+            *_REGISTRY_WRITES,
+            *_HISTORY,
+            "publish",
+            "subscribe",
+            "unsubscribe",
+        )
+    )
+)
+"""Everything an agent's runtime sends, directly or from the registry's scripts."""
+CLIENT_COMMANDS = tuple(
+    dict.fromkeys((*_CONNECTION, *_READ_SCRIPTS, *_REGISTRY_READS, *_HISTORY, "subscribe", "unsubscribe"))
+)
+"""A runtime that hosts no agent: it follows the registry and keeps history, never registers."""
+
+INSTANCE_SUFFIX = "[0-9a-f]" * 8
+"""Glob of the 8 hex digits that end the instance ids the runtime makes (``reader-1a2b3c4d``)."""
+
+
+class MissingPassword(ValueError):
+    """A user's password variable is not set."""
+
+
+def password_variable(user: str) -> str:
+    """Environment variable holding ``user``'s password when the ACL file is generated."""
+    return "A2A_REDIS_PASSWORD_" + re.sub(r"[^A-Za-z0-9]", "_", user).upper()
+
+
+def _commands(commands: Iterable[str]) -> list[str]:
+    return ["-@all", *(f"+{c}" for c in commands)]
+
+
+def agent_rules(agent: str, namespace: str) -> list[str]:
+    """ACL rules (after the password) of one agent's user."""
+    keys = RegistryKeys(namespace)
+    p = keys.prefix
+    return [
+        *_commands(AGENT_COMMANDS),
+        f"%R~{p}*",
+        f"~{p}inst:{validate_name('agent name', agent)}-{INSTANCE_SUFFIX}",
+        f"~{keys.instances}",
+        f"~{keys.capindex}",
+        f"~{p}cap:*",
+        f"~{p}conv:*",
+        f"~{p}active:*",
+        f"&{keys.events}",
+    ]
+
+
+def client_rules(namespace: str) -> list[str]:
+    """ACL rules (after the password) of a client user."""
+    keys = RegistryKeys(namespace)
+    p = keys.prefix
+    return [*_commands(CLIENT_COMMANDS), f"%R~{p}*", f"~{p}conv:*", f"~{p}active:*", f"&{keys.events}"]
+
+
+def _password(user: str, passwords: Mapping[str, str]) -> str:
+    variable = password_variable(user)
+    password = passwords.get(variable)
+    if not password:
+        raise MissingPassword(f"set {variable} to the Redis password of user {user!r}")
+    return "#" + hashlib.sha256(password.encode()).hexdigest()
+
+
+def render_acl(
+    roster: Roster,
+    namespace: str,
+    *,
+    clients: Iterable[str] = ("client",),
+    admin: str | None = "admin",
+    passwords: Mapping[str, str] | None = None,
+) -> str:
+    """The ACL file: ``default`` off, then agents (sorted), clients and the admin.
+
+    ``passwords`` maps variable names (:func:`password_variable`) to passwords; by
+    default the process environment.
+
+    Raises:
+        MissingPassword: a user's variable is unset or empty.
+    """
+    env = os.environ if passwords is None else passwords
+    users = [(agent, agent_rules(agent, namespace)) for agent in sorted(roster.agents)]
+    users += [(validate_name("client user", c), client_rules(namespace)) for c in clients]
+    if admin:
+        users.append((validate_name("admin user", admin), ["~*", "&*", "+@all"]))
+    lines = ["user default reset off"]
+    for user, rules in users:
+        lines.append(" ".join(["user", user, "reset", "on", _password(user, env), *rules]))
+    return "\n".join(lines) + "\n"
+
+
+def cmd_redis_config(args: argparse.Namespace) -> int:
+    """``a2a redis-config``: ``roster``, ``namespace``, ``client`` (list or None), ``out`` (path or None)."""
+    roster = Roster.load(args.roster)  # RosterError (a ValueError): reported as bad usage
+    try:
+        text = render_acl(roster, args.namespace, clients=args.client or ["client"])
+    except MissingPassword as exc:
+        raise CommandError(str(exc), status=2) from None
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        print(text, end="")
+    return 0

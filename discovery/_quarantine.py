@@ -1,0 +1,52 @@
+"""Instance ids a view ignores for a while, in bounded memory."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+__all__ = ["Quarantine"]
+
+
+class Quarantine:
+    """Ids held for ``duration`` seconds each; at most ``limit`` at once (the oldest go first)."""
+
+    def __init__(
+        self, duration: float, *, limit: int = 10_000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.duration = duration
+        self.limit = limit
+        self.clock = clock
+        self._until: dict[str, float] = {}
+        """Id -> end of its quarantine, in insertion order (so also in order of expiry)."""
+
+    def add(self, agent_id: str) -> None:
+        self._until.pop(agent_id, None)  # re-inserted at the end: the order stays by expiry
+        if len(self._until) >= self.limit:
+            self.expire()
+            while len(self._until) >= self.limit:
+                del self._until[next(iter(self._until))]
+        self._until[agent_id] = self.clock() + self.duration
+
+    def __contains__(self, agent_id: str) -> bool:
+        if not self._until:  # the usual case: nothing held, no clock read
+            return False
+        until = self._until.get(agent_id)
+        if until is None:
+            return False
+        if self.clock() < until:
+            return True
+        del self._until[agent_id]
+        return False
+
+    def expire(self) -> None:
+        """Forget the ids whose time is up."""
+        now = self.clock()
+        while self._until:
+            first = next(iter(self._until))
+            if self._until[first] > now:
+                break
+            del self._until[first]
+
+    def __len__(self) -> int:
+        return len(self._until)

@@ -1,0 +1,109 @@
+"""What the registry accepts from Redis: every field checked before a profile reaches routing.
+
+Whoever can write to Redis (any agent, under the ACLs of ``a2a redis-config``: its own
+instance hashes and the shared indexes) can put any bytes there. An entry is refused
+unless its profile decodes, its id is a valid name, the profile's ``agentId`` is that
+id, its ``name`` is the agent name the id starts with (so an agent's Redis user, which
+may write only hashes of ids starting with its own name, cannot pass off an instance of
+another agent), every capability id follows ``CAPABILITY_ID_PATTERN``, and its status,
+load and capacity are what a heartbeat writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from bus.subjects import instance_agent, is_name
+
+from .profile import STATUSES, AgentProfile, AgentStatus, validate_capability_id
+
+__all__ = ["DECODE_ERRORS", "MAX_COUNTER", "Invalid", "check_profile", "parse_instance", "text"]
+
+DECODE_ERRORS = (msgspec.MsgspecError, ValueError, TypeError, RecursionError)
+"""What decoding foreign bytes may raise: malformed or mistyped JSON, invalid UTF-8
+(a ValueError), nesting deeper than the decoder's stack."""
+
+_profile_decoder = msgspec.json.Decoder(AgentProfile)
+MAX_COUNTER = 2**53
+"""Load and capacity above this are not a real instance's."""
+
+
+class Invalid(ValueError):
+    """A registry item that fails validation; ``kind`` is a short fixed word for counting."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(detail)
+        self.kind = kind
+
+
+def text(value: str | bytes | None, kind: str) -> str:
+    """A Redis reply field as text, or Invalid(kind)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        try:
+            return value.decode()
+        except UnicodeDecodeError:
+            raise Invalid(kind, f"not UTF-8: {value[:60]!r}") from None
+    raise Invalid(kind, "missing")
+
+
+def counter(value: str | bytes | None, kind: str) -> int:
+    """A non-negative integer field (missing counts 0), or Invalid(kind)."""
+    if value is None:
+        return 0
+    try:
+        number = int(value)
+    except (ValueError, TypeError):
+        raise Invalid(kind, f"not an integer: {value[:40]!r}") from None
+    if not 0 <= number <= MAX_COUNTER:
+        raise Invalid(kind, f"out of range: {number}")
+    return number
+
+
+def check_profile(profile: AgentProfile, agent_id: str) -> None:
+    """Raise Invalid unless ``profile`` may stand for the instance ``agent_id``."""
+    if not is_name(agent_id):
+        raise Invalid("id", f"instance id {agent_id[:60]!r} is not a valid name")
+    if profile.agent_id != agent_id:
+        raise Invalid("id", f"profile of {profile.agent_id[:60]!r} stored as {agent_id!r}")
+    if profile.name != instance_agent(agent_id):
+        raise Invalid("name", f"{agent_id} claims to be an instance of {profile.name[:60]!r}")
+    for capability in profile.capabilities:
+        try:
+            validate_capability_id(capability.id)
+        except ValueError as exc:
+            raise Invalid("capability", f"{agent_id}: {exc}") from None
+
+
+def parse_instance(agent_id: str | bytes | None, fields: Sequence[str | bytes | None]) -> AgentProfile:
+    """An instance from its id and hash fields (profile, status, load, capacity, lastSeen).
+
+    Raises:
+        Invalid: any field fails validation (the kind says which).
+    """
+    instance = text(agent_id, "id")
+    if len(fields) != 5:
+        raise Invalid("profile", f"{instance}: {len(fields)} fields")
+    profile_json, status, load, capacity, last_seen = fields
+    if profile_json is None:
+        raise Invalid("profile", f"{instance}: no profile")
+    try:
+        profile = _profile_decoder.decode(profile_json)
+    except DECODE_ERRORS as exc:
+        raise Invalid("profile", f"{instance}: {exc}") from None
+    check_profile(profile, instance)
+    state = text(status, "status")
+    if state not in STATUSES:
+        raise Invalid("status", f"{instance}: status {state[:40]!r}")
+    profile.status = _status(state)
+    profile.load = counter(load, "load")
+    profile.capacity = counter(capacity, "load")
+    profile.last_seen = counter(last_seen, "load")
+    return profile
+
+
+def _status(value: str) -> AgentStatus:
+    return "available" if value == "available" else "busy" if value == "busy" else "offline"

@@ -1,0 +1,1 @@
+"""Security tests: attacks on every input edge, against real servers configured as deployed."""

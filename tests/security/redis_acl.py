@@ -1,0 +1,89 @@
+"""A real redis-server running the ACL file ``a2a redis-config`` generates, and helpers around it.
+
+Import the fixtures into a test module (``from tests.security.redis_acl import acl_server``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import pytest
+
+from a2a.cli.redis_config import password_variable, render_acl
+from a2a.delegation.roster import Roster
+from a2a.dev.servers import RedisServer
+from discovery import AgentCapability, AgentProfile, LocalView, Registry
+
+NAMESPACE = "sec"
+AGENTS = ("writer", "reader", "writer-bot")
+"""``writer-bot`` starts with ``writer-``: its instance hashes must stay out of the writer's reach."""
+USERS = (*AGENTS, "client", "admin")
+PASSWORDS = {password_variable(user): f"{user}-{uuid.uuid4().hex[:8]}" for user in USERS}
+
+
+def instance(agent: str) -> str:
+    """A fresh instance id of ``agent``, as the runtime makes them."""
+    return f"{agent}-{uuid.uuid4().hex[:8]}"
+
+
+def profile(agent_id: str, caps: dict[str, float], *, name: str | None = None) -> AgentProfile:
+    return AgentProfile(
+        agent_id=agent_id,
+        name=name or agent_id.rsplit("-", 1)[0],
+        capabilities=[AgentCapability(id=c, proficiency=p) for c, p in caps.items()],
+        capacity=4,
+    )
+
+
+@dataclass
+class AclServer:
+    server: RedisServer
+    namespace: str
+
+    def url(self, user: str) -> str:
+        password = PASSWORDS[password_variable(user)]
+        return f"redis://{user}:{password}@{self.server.host}:{self.server.port}/0"
+
+    def registry(self, user: str, **kwargs: Any) -> Registry:
+        return Registry.from_url(self.url(user), namespace=self.namespace, heartbeat_interval=0.3, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def acl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclServer]:
+    """redis-server with the ACL file generated for ``AGENTS`` in namespace ``NAMESPACE``."""
+    roster = Roster.from_dict({"agents": {agent: {} for agent in AGENTS}})
+    acl = tmp_path_factory.mktemp("acl") / "users.acl"
+    acl.write_text(render_acl(roster, NAMESPACE, passwords=PASSWORDS))
+    server = RedisServer(acl_file=acl)
+    with server:
+        yield AclServer(server, NAMESPACE)
+
+
+@pytest.fixture
+async def admin(acl_server: AclServer) -> AsyncIterator[Registry]:
+    """The admin's registry; the namespace is emptied after each test."""
+    registry = acl_server.registry("admin")
+    yield registry
+    await registry.redis.flushall()
+    await registry.aclose()
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 3.0) -> None:
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.01)
+
+
+async def until_async(predicate: Callable[[], Awaitable[bool]], timeout: float = 3.0) -> None:
+    with anyio.fail_after(timeout):
+        while not await predicate():
+            await anyio.sleep(0.02)
+
+
+async def ready(view: LocalView) -> None:
+    with anyio.fail_after(5):
+        await view.ready.wait()
