@@ -22,6 +22,7 @@ from .common import CommandError, console, settings_from
 __all__ = [
     "cmd_agents",
     "cmd_audit",
+    "cmd_grant_key",
     "cmd_history",
     "cmd_nats_config",
     "cmd_redis_config",
@@ -165,16 +166,25 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_nats_config(args: argparse.Namespace) -> int:
     from ..delegation.roster import Roster
-    from .nats_config import render_authorization
+    from .nats_config import CLIENTS, render_authorization
 
     roster = Roster.load(args.roster)  # RosterError (a ValueError): reported as bad usage
-    text = render_authorization(
-        roster, args.namespace, clients=args.client or ["client"], max_ttl=args.max_ttl
-    )
+    text = render_authorization(roster, args.namespace, clients=args.client or CLIENTS, max_ttl=args.max_ttl)
     if args.out:
         Path(args.out).write_text(text)
     else:
         print(text, end="")
+    return 0
+
+
+def cmd_grant_key(args: argparse.Namespace) -> int:
+    from ..core.grants import new_signing_key
+
+    seed, public = new_signing_key()
+    print("# The entry point (CLI, gateway) signs user grants with the seed; keep it secret.")
+    print(f"A2A_GRANT_SEED={seed}")
+    print("# Every agent trusts grants signed by it (comma-separate several keys).")
+    print(f"A2A_GRANT_KEYS={public}")
     return 0
 
 

@@ -38,7 +38,15 @@ from .common import (
     seconds,
     subject_token,
 )
-from .info import cmd_agents, cmd_audit, cmd_history, cmd_nats_config, cmd_redis_config, cmd_schemas
+from .info import (
+    cmd_agents,
+    cmd_audit,
+    cmd_grant_key,
+    cmd_history,
+    cmd_nats_config,
+    cmd_redis_config,
+    cmd_schemas,
+)
 from .run import cmd_bench, cmd_call, cmd_demo, cmd_serve, cmd_up
 
 __all__ = ["build_parser", "main", "run_command"]
@@ -188,6 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the agents' A2A_MAX_TTL: how long after a request they may still answer it (default 600)",
     )
     p.set_defaults(func=cmd_nats_config)
+
+    p = sub.add_parser("grant-key", parents=common, help="a new entry-point key pair for signing user grants")
+    p.set_defaults(func=cmd_grant_key)
 
     p = sub.add_parser(
         "redis-config", parents=common, help="Redis ACL users with per-agent key permissions, from a roster"

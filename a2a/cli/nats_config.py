@@ -29,7 +29,10 @@ from bus.subjects import ANY, Subjects
 from ..delegation.roster import Roster
 from ..stores.audit import stream_name
 
-__all__ = ["agent_permissions", "password_variable", "render_authorization"]
+__all__ = ["CLIENTS", "agent_permissions", "password_variable", "render_authorization"]
+
+CLIENTS = ("client", "gateway")
+"""Users for callers outside any agent: the CLI, and the HTTP gateway that serves A2A clients."""
 
 Permissions = dict[str, object]
 
@@ -115,7 +118,7 @@ def render_authorization(
     roster: Roster,
     namespace: str,
     *,
-    clients: Iterable[str] = ("client",),
+    clients: Iterable[str] = CLIENTS,
     auditor: str | None = "auditor",
     admin: str | None = "admin",
     max_ttl: float = 600.0,

@@ -39,6 +39,7 @@ from discovery.registry import RegistryKeys
 
 from ..delegation.roster import Roster
 from .common import CommandError
+from .nats_config import CLIENTS
 
 __all__ = [
     "AGENT_COMMANDS",
@@ -146,7 +147,7 @@ def render_acl(
     roster: Roster,
     namespace: str,
     *,
-    clients: Iterable[str] = ("client",),
+    clients: Iterable[str] = CLIENTS,
     admin: str | None = "admin",
     passwords: Mapping[str, str] | None = None,
 ) -> str:
@@ -173,7 +174,7 @@ def cmd_redis_config(args: argparse.Namespace) -> int:
     """``a2a redis-config``: ``roster``, ``namespace``, ``client`` (list or None), ``out`` (path or None)."""
     roster = Roster.load(args.roster)  # RosterError (a ValueError): reported as bad usage
     try:
-        text = render_acl(roster, args.namespace, clients=args.client or ["client"])
+        text = render_acl(roster, args.namespace, clients=args.client or CLIENTS)
     except MissingPassword as exc:
         raise CommandError(str(exc), status=2) from None
     if args.out:

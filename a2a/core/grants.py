@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -27,7 +28,7 @@ import nkeys
 
 from bus.errors import PermissionDenied
 
-__all__ = ["GRANT_TTL", "GrantIssuer", "GrantVerifier", "UserGrant", "public_key_bytes"]
+__all__ = ["GRANT_TTL", "GrantIssuer", "GrantVerifier", "UserGrant", "new_signing_key", "public_key_bytes"]
 
 GRANT_TTL = 3600.0
 """Seconds a grant issued by :class:`GrantIssuer` stays valid."""
@@ -73,6 +74,12 @@ def public_key_bytes(key: str) -> bytes:
     if nkeys.crc16_checksum(raw[:-2]) != raw[-2:]:
         raise ValueError(f"invalid public key {key[:60]!r}: bad checksum")
     return raw[1:33]
+
+
+def new_signing_key() -> tuple[str, str]:
+    """A new entry-point key: (seed for ``A2A_GRANT_SEED``, public key for ``A2A_GRANT_KEYS``)."""
+    seed = nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER).decode()
+    return seed, GrantIssuer(seed).public_key
 
 
 def _read_seed(seed: str) -> bytes:

@@ -37,8 +37,8 @@ from tests.helpers import ROOT, AgentProcess
 DEPLOY = ROOT / "deploy"
 CONF = DEPLOY / "nats" / "cluster.conf"
 KNOWN_ENV = set(ENVIRONMENT) | set(OTEL_ENVIRONMENT) | {"A2A_LOG_LEVEL", "PYTHONUNBUFFERED"}
-USERS = ["planner", "reader", "writer", "reviewer", "scribe", "client", "auditor", "admin"]
-REDIS_USERS = ["planner", "reader", "writer", "reviewer", "scribe", "client", "admin"]
+USERS = ["planner", "reader", "writer", "reviewer", "scribe", "client", "gateway", "auditor", "admin"]
+REDIS_USERS = ["planner", "reader", "writer", "reviewer", "scribe", "client", "gateway", "admin"]
 REDIS_PASSWORDS = {redis_password_variable(u) for u in REDIS_USERS}
 """Kubernetes containers hold their Redis password in one of these to build REDIS_URL from."""
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -150,3 +153,24 @@ def test_grants_are_verified_once_then_remembered() -> None:
 
 def _fields(settings: Settings) -> dict[str, Any]:
     return {f: getattr(settings, f) for f in settings.__struct_fields__}
+
+
+async def test_the_cli_is_an_entry_point_with_a_key_from_grant_key(settings: Settings) -> None:
+    made = subprocess.run(
+        [sys.executable, "-m", "a2a", "grant-key"], capture_output=True, text=True, check=True
+    ).stdout
+    keys = dict(line.split("=", 1) for line in made.splitlines() if not line.startswith("#"))
+    callee = Settings(**{**_fields(settings), "grant_keys": keys["A2A_GRANT_KEYS"]})
+    env = {
+        **os.environ,
+        "NATS_URL": settings.nats_url,
+        "REDIS_URL": settings.redis_url or "",
+        "A2A_NAMESPACE": settings.namespace,
+    }
+    command = [sys.executable, "-m", "a2a", "call", "probe", "user", "--user", "alice"]
+    async with Runtime(callee) as server:
+        await server.serve(probe)
+        signed = await anyio.run_process(command, env={**env, "A2A_GRANT_SEED": keys["A2A_GRANT_SEED"]})
+        assert json.loads(signed.stdout) == {"user": "alice"}
+        unsigned = await anyio.run_process(command, env=env, check=False)
+        assert unsigned.returncode == 1 and b"PERMISSION_DENIED" in unsigned.stderr
