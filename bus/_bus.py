@@ -46,6 +46,7 @@ class Bus:
         runtime_id: str | None = None,
         identity: str = "anon",
         max_payload: int | None = None,
+        strict: bool = False,
     ) -> None:
         subjects = Subjects(namespace, identity)
         self.runtime_id = runtime_id or new_id()
@@ -53,6 +54,8 @@ class Bus:
         self.reply_prefix = subjects.reply_prefix(identity, self.runtime_id)
         self.caller = Caller(self.link, self.reply_prefix, self.withdraw)
         self.endpoints: list[Endpoint] = []
+        self.strict = strict
+        """The server proves senders: endpoints answer only on reply subjects of the sender."""
 
     @property
     def transport(self) -> Transport:
@@ -118,6 +121,7 @@ class Bus:
             topics=topics,
             deliver=deliver,
             runtime_replies=self.subjects.reply_root,
+            strict=self.strict,
         )
         await endpoint.open()
         self.endpoints.append(endpoint)

@@ -67,7 +67,7 @@ class Held:
     __slots__ = ("acked", "deadline", "reason", "released", "reply", "sender", "started", "task")
 
     def __init__(
-        self, task: asyncio.Task[Any], reply: str, started: float, deadline: float, sender: str = ""
+        self, task: asyncio.Task[Any], reply: str, started: float, deadline: float, sender: str
     ) -> None:
         self.task = task
         self.reply = reply
@@ -99,6 +99,7 @@ class Endpoint:
         topics: Iterable[str],
         deliver: Deliver,
         runtime_replies: str,
+        strict: bool = False,
     ) -> None:
         self.link = link
         self.agent = agent
@@ -111,6 +112,9 @@ class Endpoint:
         """Cancel notices dropped: malformed, or not from the sender of the call they name."""
         self.held: dict[str, Held] = {}
         self._runtime_replies = runtime_replies
+        self._strict = strict
+        self.reply_rejects = Rejects(log, f"{instance_id}: message")
+        """Messages not answered because their reply subject is not their sender's (``strict``)."""
         self._replies: dict[str, bytes | None] = {}
         """Reply subject -> the reply sent (None while in progress), to answer repeats; oldest first."""
         self._subs: list[Subscription] = []
@@ -142,6 +146,10 @@ class Endpoint:
 
     async def on_message(self, msg: Message) -> None:
         """Subscription callback: answer probes and repeats here, hand the rest to the host."""
+        reply = msg.reply
+        if reply and self._strict and not self._answerable(msg.subject, reply):
+            self.reply_rejects("reply subject not the sender's", f"{msg.subject} -> {reply}")
+            return
         headers = msg.headers
         if headers:
             if PROBE_HEADER in headers:
@@ -151,7 +159,6 @@ class Endpoint:
             if CANCEL_HEADER in headers:
                 await self.on_cancel(msg)
                 return
-        reply = msg.reply
         if reply.startswith(self._runtime_replies):  # a runtime caller may send a call again
             replies = self._replies
             if reply in replies:
@@ -166,6 +173,21 @@ class Endpoint:
                 for old in list(itertools.islice(replies, REPLY_CACHE_SIZE // 8)):
                     del replies[old]
         self.deliver(msg)
+
+    def _answerable(self, subject: str, reply: str) -> bool:
+        """May this endpoint answer on ``reply``? Only on the sender's own reply subjects.
+
+        The server lets whoever receives a message answer on its reply subject, whatever
+        that subject is. Were an endpoint to answer on any, a sender could aim its answers
+        at another runtime's pending call. Replies go to the sender's runtime reply
+        subjects, its own request inboxes, or plain ``_INBOX.`` inboxes (NATS tools).
+        """
+        sender = self.link.subjects.sender_of(subject)
+        return (
+            reply.startswith(f"{self._runtime_replies}{sender}.")
+            or reply.startswith(f"_INBOX_{sender}.")
+            or reply.startswith("_INBOX.")
+        )
 
     # -- held calls ----------------------------------------------------------------------
 

@@ -152,6 +152,17 @@ class Caller:
         except InvalidEnvelope as exc:
             self.stats.invalid_replies += 1
             raise exc.located(_target_of(request), request.metadata.hop_count) from None
+        answers = reply.in_reply_to
+        if answers != request.message_id and (answers is not None or type(reply) is not ErrorEnvelope):
+            # Not an answer to this request (whose message id only its callee saw): a reply
+            # aimed at this call by someone who never received it. An error may name no
+            # request (a refusal sent before the request was read, such as OVERLOADED).
+            self.stats.invalid_replies += 1
+            raise InvalidEnvelope(
+                f"the reply answers message {str(answers)[:64]!r}, not this request",
+                agent=_target_of(request),
+                details={"field": "inReplyTo"},
+            )
         if type(reply) is ResponseEnvelope:
             self.stats.replies += 1
             return reply
@@ -181,16 +192,16 @@ class Caller:
         subjects = self.link.subjects
         data = encode_cancel(correlation_id)
         headers: dict[str, str] | None = {CANCEL_HEADER: "1"}
-        if slot.instance is not None:
-            subject = subjects.instance(slot.instance)
-        elif subjects.is_instance(slot.subject):
-            subject = slot.subject
-        else:
-            subject, headers = subjects.cancel(subjects.agent_of(slot.subject)), None
         with anyio.move_on_after(1.0):
             try:
+                if slot.instance is not None:
+                    subject = subjects.instance(slot.instance)
+                elif subjects.is_instance(slot.subject):
+                    subject = slot.subject
+                else:
+                    subject, headers = subjects.cancel(subjects.agent_of(slot.subject)), None
                 await self.link.publish(subject, data, headers=headers)
-            except A2AError as exc:
+            except (A2AError, ValueError) as exc:  # ValueError: a subject outside the layout
                 log.debug("could not publish cancel notice: %s", exc)
 
     async def on_reply(self, msg: Message) -> None:
@@ -198,7 +209,7 @@ class Caller:
         headers = msg.headers
         if headers:
             if REPLIES_HEADER in headers:
-                self._on_batch(correlation_id, msg.data)
+                self._on_batch(msg.data)
                 return
             if ACK_HEADER in headers:
                 self._on_ack(correlation_id, headers[ACK_HEADER])
@@ -223,17 +234,13 @@ class Caller:
             self.stats.invalid_replies += 1
             self.rejects("acknowledgement", f"{instance!r} for a call to {slot.subject}")
 
-    def _on_batch(self, carrier: str, data: bytes) -> None:
+    def _on_batch(self, data: bytes) -> None:
         """Settle each call a reply batch answers (``bus/protocol.py``); bad lines are dropped.
 
-        Only the instance that received the call on whose reply subject the batch came may
-        publish there, so a line is accepted only for a call sent to the same agent: a
-        callee cannot answer, inside a batch, calls that went to other agents.
+        Each line's envelope is checked like a reply of its own (:meth:`_parse_reply`): it
+        must answer that very request, whose message id only its callee saw.
         """
-        pending = self.pending
-        via = pending.get(carrier)
-        subject = via.subject if via is not None else None
-        agent: str | None = None
+        resolve = self.pending.resolve
         for line in data.split(b"\n"):
             token, _, reply = line.partition(b" ")
             try:
@@ -243,19 +250,8 @@ class Caller:
             if not correlation_id or not reply:
                 self.stats.invalid_replies += 1
                 self.rejects("malformed batch line", line[:100])
-                continue
-            slot = pending.get(correlation_id)
-            if slot is None:
-                pending.resolve(correlation_id, reply)  # counted as a late reply
-                continue
-            if slot.subject != subject:  # another instance or agent: same agent at least?
-                if agent is None and subject is not None:
-                    agent = self.link.subjects.agent_of(subject)
-                if agent is None or self.link.subjects.agent_of(slot.subject) != agent:
-                    self.stats.invalid_replies += 1
-                    self.rejects("batch line for another agent", correlation_id)
-                    continue
-            pending.resolve(correlation_id, reply)
+            elif not resolve(correlation_id, reply):
+                log.debug("late or unknown reply %s dropped", correlation_id)
 
     # -- after a reconnect -------------------------------------------------------------
 
@@ -317,9 +313,9 @@ class Caller:
                 details={"subject": subject},
             )
             if not self.pending.fail_subject(subject, refused):
-                log.error("NATS refused a publish to %s (permissions)", subject)
+                self.rejects("publish refused by the server", subject)
         else:
-            log.error("NATS refused a subscription to %s (permissions): nothing will arrive there", subject)
+            self.rejects("subscription refused by the server", subject)
 
     # -- liveness of the instance holding a call -----------------------------------------
 

@@ -129,6 +129,10 @@ class Subjects:
             raise ValueError(f"invalid topic {topic!r}: dot-separated tokens of letters, digits, '_' or '-'")
         return f"{self._notify_root}{self.sender}.{topic}"
 
+    def notifications(self) -> str:
+        """Every notification this sender publishes (every notification, with ``ANY``)."""
+        return f"{self._notify_root}{self.sender}.>"
+
     def reply_prefix(self, identity: str, runtime_id: str) -> str:
         return f"{self.reply_root}{identity_token(identity)}.{validate_name('runtime id', runtime_id)}."
 

@@ -1,5 +1,9 @@
 """Capability discovery: a Redis-backed registry of agent instances and a local view of it."""
 
+from ._library import LIBRARY as LIBRARY
+from ._library import load_library as load_library
+from .limits import EntryTooLarge as EntryTooLarge
+from .limits import check_limits as check_limits
 from .profile import AgentCapability as AgentCapability
 from .profile import AgentProfile as AgentProfile
 from .profile import AgentStatus as AgentStatus
@@ -14,16 +18,20 @@ from .view import LocalView as LocalView
 from .view import ViewEntry as ViewEntry
 
 __all__ = [
+    "LIBRARY",
     "AgentCapability",
     "AgentProfile",
     "AgentStatus",
     "Candidate",
     "CapabilityCategory",
+    "EntryTooLarge",
     "InstanceState",
     "LocalView",
     "Registry",
     "RegistryKeys",
     "Resources",
     "ViewEntry",
+    "check_limits",
+    "load_library",
     "match_score",
 ]

@@ -5,8 +5,10 @@ instance hashes and the shared indexes) can put any bytes there. An entry is ref
 unless its profile decodes, its id is a valid name, the profile's ``agentId`` is that
 id, its ``name`` is the agent name the id starts with (so an agent's Redis user, which
 may write only hashes of ids starting with its own name, cannot pass off an instance of
-another agent), every capability id follows ``CAPABILITY_ID_PATTERN``, and its status,
-load and capacity are what a heartbeat writes.
+another agent), every capability id follows ``CAPABILITY_ID_PATTERN``, its status,
+load and capacity are what a heartbeat writes, and it is within the size bounds of
+``discovery.limits`` (the registry's functions answer an entry over the byte bounds with
+its size instead of its bytes).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import msgspec
 
 from bus.subjects import instance_agent, is_name
 
+from .limits import MAX_FIELD_BYTES, EntryTooLarge, check_limits, check_size
 from .profile import STATUSES, AgentProfile, AgentStatus, validate_capability_id
 
 __all__ = ["DECODE_ERRORS", "MAX_COUNTER", "Invalid", "check_profile", "parse_instance", "text"]
@@ -38,7 +41,7 @@ class Invalid(ValueError):
         self.kind = kind
 
 
-def text(value: str | bytes | None, kind: str) -> str:
+def text(value: str | bytes | int | None, kind: str) -> str:
     """A Redis reply field as text, or Invalid(kind)."""
     if isinstance(value, str):
         return value
@@ -50,14 +53,16 @@ def text(value: str | bytes | None, kind: str) -> str:
     raise Invalid(kind, "missing")
 
 
-def counter(value: str | bytes | None, kind: str) -> int:
+def counter(value: str | bytes | int | None, kind: str) -> int:
     """A non-negative integer field (missing counts 0), or Invalid(kind)."""
     if value is None:
         return 0
+    if isinstance(value, (str, bytes)) and len(value) > MAX_FIELD_BYTES:
+        raise Invalid(kind, f"{len(value):,} bytes")
     try:
         number = int(value)
     except (ValueError, TypeError):
-        raise Invalid(kind, f"not an integer: {value[:40]!r}") from None
+        raise Invalid(kind, f"not an integer: {value!r:.40}") from None
     if not 0 <= number <= MAX_COUNTER:
         raise Invalid(kind, f"out of range: {number}")
     return number
@@ -71,6 +76,10 @@ def check_profile(profile: AgentProfile, agent_id: str) -> None:
         raise Invalid("id", f"profile of {profile.agent_id[:60]!r} stored as {agent_id!r}")
     if profile.name != instance_agent(agent_id):
         raise Invalid("name", f"{agent_id} claims to be an instance of {profile.name[:60]!r}")
+    try:
+        check_limits(profile)
+    except EntryTooLarge as exc:
+        raise Invalid("size", str(exc)) from None
     for capability in profile.capabilities:
         try:
             validate_capability_id(capability.id)
@@ -78,7 +87,9 @@ def check_profile(profile: AgentProfile, agent_id: str) -> None:
             raise Invalid("capability", f"{agent_id}: {exc}") from None
 
 
-def parse_instance(agent_id: str | bytes | None, fields: Sequence[str | bytes | None]) -> AgentProfile:
+def parse_instance(
+    agent_id: str | bytes | int | None, fields: Sequence[str | bytes | int | None]
+) -> AgentProfile:
     """An instance from its id and hash fields (profile, status, load, capacity, lastSeen).
 
     Raises:
@@ -90,6 +101,12 @@ def parse_instance(agent_id: str | bytes | None, fields: Sequence[str | bytes | 
     profile_json, status, load, capacity, last_seen = fields
     if profile_json is None:
         raise Invalid("profile", f"{instance}: no profile")
+    if isinstance(profile_json, int):  # the registry's functions send an oversized entry's size
+        raise Invalid("size", f"{instance}: an entry field of {profile_json:,} bytes is over the bounds")
+    try:
+        check_size(instance, len(profile_json))
+    except EntryTooLarge as exc:
+        raise Invalid("size", str(exc)) from None
     try:
         profile = _profile_decoder.decode(profile_json)
     except DECODE_ERRORS as exc:

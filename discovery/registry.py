@@ -6,7 +6,7 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,15 +14,15 @@ import msgspec
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
 from redis.client import NEVER_DECODE
-from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError
 
 from bus.rejects import Rejects
 from bus.subjects import is_name, validate_name
 
-from . import _scripts
+from ._library import call_with_library
+from ._scripts import FUNCTIONS, MAX_PAGE, MAX_QUERY
 from ._validate import Invalid, parse_instance, text
 from .errors import redis_errors
+from .limits import check_limits, check_size
 from .profile import AgentProfile, AgentStatus
 
 __all__ = ["Candidate", "InstanceState", "Registry", "RegistryKeys"]
@@ -30,7 +30,11 @@ __all__ = ["Candidate", "InstanceState", "Registry", "RegistryKeys"]
 log = logging.getLogger("a2a.discovery.registry")
 
 _profile_encoder = msgspec.json.Encoder()
-_FIELDS = ("profile", "status", "load", "capacity", "lastSeen")
+MAX_LIST_PAGES = 1000
+"""Pages of ``MAX_PAGE`` ids one listing reads at most (a set padded with fakes ends it early)."""
+MAX_SWEEP_PAGES = 64
+"""Pages one :meth:`Registry.sweep` prunes at most; the next sweep goes on where it stopped."""
+_WARN_EVERY = 10.0
 
 
 def now_ms() -> int:
@@ -44,7 +48,7 @@ class RegistryKeys:
         validate_name("namespace", namespace)
         self.prefix = f"a2a:{{{namespace}}}:"
         self.instances = self.prefix + "instances"
-        self.capindex = self.prefix + "capindex"
+        self.capsof = self.prefix + "capsof"
         self.events = self.prefix + "events"
 
     def instance(self, agent_id: str) -> str:
@@ -72,20 +76,28 @@ class Candidate:
     score: float
 
 
+def _done(cursor: object) -> bool:
+    return cursor in (b"0", "0", 0)
+
+
 class Registry:
     """Agent instances and their capabilities, kept in Redis.
 
     An instance's hash expires ``ttl`` seconds after its last heartbeat (3 heartbeat
     intervals by default), so a process that dies without deregistering disappears by
     itself. Every write publishes a change event on ``keys.events`` for local views.
+    Each operation calls the registry's Redis function library (``discovery._scripts``),
+    loading it first when the server lacks it and this user may (``discovery._library``).
 
     Nothing read back is trusted: replies are read as bytes and every entry is validated
-    (``discovery._validate``); an invalid one is skipped and counted in :attr:`rejected`.
-    Each registration's fingerprint (the SHA-1 of the profile and capabilities written)
-    is remembered, and a heartbeat finding its instance's hash altered reports the
-    instance as lost, so the caller's re-registration restores it.
+    (``discovery._validate``, sizes by ``discovery.limits``); an invalid one is skipped
+    and counted in :attr:`rejected`. Each registration's fingerprint (the SHA-1 of the
+    profile and capabilities written) is remembered, and a heartbeat finding its
+    instance's hash altered reports the instance as lost, so the caller's
+    re-registration restores it.
 
-    All methods raise :class:`bus.errors.Unavailable` when Redis cannot be reached.
+    All methods raise :class:`bus.errors.Unavailable` when Redis cannot be reached or
+    the library is missing and this user may not load it.
     """
 
     def __init__(
@@ -101,17 +113,12 @@ class Registry:
         self.keys = RegistryKeys(namespace)
         self.heartbeat_interval = heartbeat_interval
         self.ttl = heartbeat_interval * missed_heartbeats
-        self._register = redis.register_script(_scripts.REGISTER)
-        self._heartbeat = redis.register_script(_scripts.HEARTBEAT)
-        self._deregister = redis.register_script(_scripts.DEREGISTER)
-        self._find_best = redis.register_script(_scripts.FIND_BEST)
-        self._list = redis.register_script(_scripts.LIST)
-        self._find_all = redis.register_script(_scripts.FIND_ALL)
-        self._sweep = redis.register_script(_scripts.SWEEP)
         self.rejects = Rejects(log, "registry entry")
         self._fingerprints: dict[str, tuple[str, str]] = {}
         """Instance id -> (agent name, SHA-1 of profile + caps) as this registry wrote them."""
         self._raw: aioredis.Redis | None = None
+        self._sweep_cursor: bytes | str | int = b"0"
+        self._warned = -math.inf
 
     @property
     def rejected(self) -> int:
@@ -153,42 +160,31 @@ class Registry:
         return max(1, int(self.ttl * 1000))
 
     async def register(self, profile: AgentProfile) -> None:
-        """Add or replace an instance; it stays while heartbeats keep coming."""
+        """Add or replace an instance; it stays while heartbeats keep coming.
+
+        Raises:
+            discovery.limits.EntryTooLarge: the profile is over the registry's size bounds
+                (a ValueError; nothing is written).
+        """
         await self.register_many([profile])
 
     async def register_many(self, profiles: Sequence[AgentProfile]) -> None:
-        """Add or replace instances in one pipelined round trip."""
+        """Add or replace instances in one pipelined round trip (EntryTooLarge as :meth:`register`)."""
         now = now_ms()
+        calls = []
+        for profile in profiles:
+            check_limits(profile)
+            static = msgspec.structs.replace(profile, status="available", load=0, capacity=0, last_seen=0)
+            profile_json = _profile_encoder.encode(static).decode()
+            check_size(profile.agent_id, len(profile_json))
+            caps_json = _profile_encoder.encode(profile.proficiencies()).decode()
+            keys = [self.keys.instance(profile.agent_id), self.keys.instances, self.keys.capsof]
+            args = [self.keys.prefix, profile.agent_id, self._ttl_ms, profile.name, profile.status]
+            args += [profile.load, profile.capacity, now, profile_json, caps_json]
+            calls.append((keys, args))
+            self._remember(profile.agent_id, profile.name, profile_json + caps_json)
         with redis_errors("register"):
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for profile in profiles:
-                    static = msgspec.structs.replace(
-                        profile, status="available", load=0, capacity=0, last_seen=0
-                    )
-                    profile_json = _profile_encoder.encode(static).decode()
-                    caps_json = _profile_encoder.encode(profile.proficiencies()).decode()
-                    self._remember(profile.agent_id, profile.name, profile_json + caps_json)
-                    await self._register(
-                        keys=[
-                            self.keys.instance(profile.agent_id),
-                            self.keys.instances,
-                            self.keys.capindex,
-                        ],
-                        args=[
-                            self.keys.prefix,
-                            profile.agent_id,
-                            self._ttl_ms,
-                            profile.name,
-                            profile.status,
-                            profile.load,
-                            profile.capacity,
-                            now,
-                            profile_json,
-                            caps_json,
-                        ],
-                        client=pipe,
-                    )
-                await pipe.execute()
+            await self._pipelined("register", calls)
 
     async def heartbeat(self, states: Sequence[InstanceState]) -> list[str]:
         """Refresh instances in one pipelined round trip.
@@ -200,58 +196,47 @@ class Registry:
         if not states:
             return []
         now = now_ms()
+        calls = []
+        for s in states:
+            name, fingerprint = self._fingerprints.get(s.agent_id, ("", ""))
+            args = [self.keys.prefix, s.agent_id, self._ttl_ms, s.status, s.load, s.capacity, now]
+            calls.append(([self.keys.instance(s.agent_id)], [*args, name, fingerprint]))
         with redis_errors("heartbeat"):
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for s in states:
-                    name, fingerprint = self._fingerprints.get(s.agent_id, ("", ""))
-                    await self._heartbeat(
-                        keys=[self.keys.instance(s.agent_id)],
-                        args=[
-                            self.keys.prefix,
-                            s.agent_id,
-                            self._ttl_ms,
-                            s.status,
-                            s.load,
-                            s.capacity,
-                            now,
-                            name,
-                            fingerprint,
-                        ],
-                        client=pipe,
-                    )
-                results = await pipe.execute()
+            results = await self._pipelined("heartbeat", calls)
         return [s.agent_id for s, ok in zip(states, results, strict=True) if not ok]
 
     async def deregister(self, agent_id: str) -> None:
         """Remove an instance at once (clean shutdown)."""
         self._fingerprints.pop(agent_id, None)
+        keys = [self.keys.instance(agent_id), self.keys.instances, self.keys.capsof]
         with redis_errors("deregister"):
-            await self._deregister(
-                keys=[
-                    self.keys.instance(agent_id),
-                    self.keys.instances,
-                    self.keys.capindex,
-                ],
-                args=[self.keys.prefix, agent_id],
-            )
+            await self._pipelined("deregister", [(keys, [self.keys.prefix, agent_id])])
 
     async def find_best_agent(self, capabilities: Sequence[str]) -> Candidate | None:
         """The available instance with the highest mean proficiency over ``capabilities``.
 
         Busy and offline instances are skipped; ties go to the lower load. One round
-        trip (a server-side script) whatever the registry's size. None when no live
-        instance offers any of the capabilities. The script only reads: expired ids
-        are pruned from the indexes by :meth:`sweep`.
+        trip (a server-side function) whatever the registry's size: it scores at most
+        1,024 instances, so sorted sets padded with entries of no live instance give the
+        best found among those (with a warning). None when no live instance offers any
+        of the capabilities. It only reads: expired ids are pruned by :meth:`sweep`.
+
+        Raises:
+            ValueError: more than 16 capabilities.
         """
         if not capabilities:
             return None
-        with redis_errors("find_best_agent"):
-            found = await self._raw_script(
-                self._find_best, [self.keys.instances], [self.keys.prefix, *capabilities]
+        if len(capabilities) > MAX_QUERY:
+            raise ValueError(
+                f"find_best_agent takes at most {MAX_QUERY} capabilities, got {len(capabilities)}"
             )
-        if not found:
-            return None
+        with redis_errors("find_best_agent"):
+            found = await self._read("find_best", [self.keys.instances], [self.keys.prefix, *capabilities])
         try:
+            if found[2]:
+                self._warn_bounded("registry search stopped early: capability sets hold many stale entries")
+            if not found[0]:
+                return None
             agent_id, score = text(found[0], "id"), float(found[1])
             if not is_name(agent_id) or not math.isfinite(score):
                 raise Invalid("id", f"best candidate {agent_id[:60]!r} scored {score}")
@@ -261,65 +246,110 @@ class Registry:
         return Candidate(agent_id=agent_id, score=score)
 
     async def find_agents_with_capability(self, capability: str) -> list[AgentProfile]:
-        """Every available instance offering ``capability``, best proficiency first (one round trip)."""
+        """Every available instance offering ``capability``, best proficiency first.
+
+        Read a page at a time; at most ``MAX_LIST_PAGES`` pages (with a warning).
+        """
+        profiles: list[AgentProfile] = []
+        offset: object = 0
         with redis_errors("find_agents_with_capability"):
-            flat = await self._raw_script(
-                self._find_all, [self.keys.capability(capability)], [self.keys.prefix]
-            )
-        return self._profiles(flat)
+            for _ in range(MAX_LIST_PAGES):
+                flat = await self._read(
+                    "find_all", [self.keys.capability(capability)], [self.keys.prefix, offset, MAX_PAGE]
+                )
+                offset = flat[0] if isinstance(flat, list) and flat else 0
+                profiles += self._profiles(flat[1:] if isinstance(flat, list) else flat)
+                if _done(offset):
+                    return profiles
+        self._warn_bounded(f"listed the first {len(profiles)} instances with {capability!r} only")
+        return profiles
 
     async def get(self, agent_id: str) -> AgentProfile | None:
         """One instance's profile, or None when it is gone or its entry is invalid."""
         with redis_errors("get"):
-            fields = await self.redis.execute_command(  # type: ignore[no-untyped-call]
-                "HMGET", self.keys.instance(agent_id), *_FIELDS, **{NEVER_DECODE: True}
-            )
-        if not fields or fields[0] is None:
+            fields = await self._read("get", [self.keys.instance(agent_id)], [])
+        if not isinstance(fields, list) or not fields or fields[0] is None:
             return None
         return self._parse(agent_id, fields)
 
     async def list_agents(self) -> list[AgentProfile]:
-        """Every live instance with a valid entry, in one round trip."""
+        """Every live instance with a valid entry, a page of ids per round trip.
+
+        At most ``MAX_LIST_PAGES`` pages (with a warning): an ``instances`` set padded
+        with ids of no live instance costs round trips, never a long call.
+        """
+        profiles: list[AgentProfile] = []
+        cursor: object = b"0"
         with redis_errors("list_agents"):
-            flat = await self._raw_script(self._list, [self.keys.instances], [self.keys.prefix])
-        return self._profiles(flat)
+            for _ in range(MAX_LIST_PAGES):
+                flat = await self._read("list", [self.keys.instances], [self.keys.prefix, cursor, MAX_PAGE])
+                cursor = flat[0] if isinstance(flat, list) and flat else b"0"
+                profiles += self._profiles(flat[1:] if isinstance(flat, list) else flat)
+                if _done(cursor):
+                    return profiles
+        self._warn_bounded(f"listed {len(profiles)} instances only: the instances set is too large")
+        return profiles
 
     async def sweep(self) -> int:
-        """Drop expired instances from the indexes (publishing ``down`` events)."""
+        """Drop expired instances from the indexes (publishing ``down`` events); returns how many.
+
+        A pass over the ``instances`` set, a page per call and at most
+        ``MAX_SWEEP_PAGES`` pages per sweep: the next sweep resumes at the cursor.
+        """
+        removed = 0
+        keys = [self.keys.instances, self.keys.capsof]
         with redis_errors("sweep"):
-            return int(
-                await self._sweep(
-                    keys=[self.keys.instances, self.keys.capindex],
-                    args=[self.keys.prefix],
-                )
+            for _ in range(MAX_SWEEP_PAGES):
+                args = [self.keys.prefix, self._sweep_cursor, MAX_PAGE]
+                (reply,) = await self._pipelined("sweep", [(keys, args)])
+                self._sweep_cursor, count = reply[0], int(reply[1])
+                removed += count
+                if _done(self._sweep_cursor):
+                    break
+        return removed
+
+    # -- calling the library ---------------------------------------------------------
+
+    async def _pipelined(self, op: str, calls: Sequence[tuple[list[str], list[Any]]]) -> list[Any]:
+        """FCALL the function of ``op`` once per (keys, args), in one pipelined round trip."""
+
+        async def run() -> list[Any]:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for keys, args in calls:
+                    pipe.execute_command("FCALL", FUNCTIONS[op], len(keys), *keys, *args)
+                return await pipe.execute()
+
+        return await call_with_library(self.redis, run)
+
+    async def _read(self, op: str, keys: list[str], args: list[Any]) -> Any:
+        """FCALL_RO the read-only function of ``op``; the reply undecoded (bytes).
+
+        FCALL_RO: Redis refuses any write from it, and ACL users with read-only rights
+        on the keys (clients) may run it.
+        """
+
+        def run() -> Awaitable[Any]:
+            return self.redis.execute_command(  # type: ignore[no-untyped-call]
+                "FCALL_RO", FUNCTIONS[op], len(keys), *keys, *args, **{NEVER_DECODE: True}
             )
 
+        return await call_with_library(self.redis, run)
+
     # -- reading foreign bytes -------------------------------------------------------
+
+    def _warn_bounded(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self._warned >= _WARN_EVERY:
+            self._warned = now
+            log.warning("%s", message)
 
     def _remember(self, agent_id: str, name: str, written: str) -> None:
         if len(self._fingerprints) >= 100_000 and agent_id not in self._fingerprints:
             self._fingerprints.pop(next(iter(self._fingerprints)))  # bounded: forget the oldest
         self._fingerprints[agent_id] = (name, hashlib.sha1(written.encode()).hexdigest())
 
-    async def _raw_script(self, script: AsyncScript, keys: list[str], args: list[str]) -> Any:
-        """Run a read-only script and return its reply undecoded (bytes), loading it when needed.
-
-        EVALSHA_RO: Redis refuses any write from the script, and ACL users with read-only
-        rights on the keys (clients) may run it.
-        """
-        for attempt in (1, 2):
-            try:
-                return await self.redis.execute_command(  # type: ignore[no-untyped-call]
-                    "EVALSHA_RO", script.sha, len(keys), *keys, *args, **{NEVER_DECODE: True}
-                )
-            except NoScriptError:
-                if attempt == 2:
-                    raise
-                script.sha = await self.redis.script_load(script.script)
-        raise AssertionError("unreachable")
-
     def _profiles(self, flat: object) -> list[AgentProfile]:
-        """Valid profiles of a script's flat answer: id, profile, status, load, capacity, lastSeen, ..."""
+        """Valid profiles of a flat answer: id, profile, status, load, capacity, lastSeen, ..."""
         if not isinstance(flat, list):
             self.rejects("reply", f"expected a list, got {type(flat).__name__}")
             return []
@@ -331,7 +361,7 @@ class Registry:
         return profiles
 
     def _parse(
-        self, agent_id: str | bytes | None, fields: Sequence[str | bytes | None]
+        self, agent_id: str | bytes | None, fields: Sequence[str | bytes | int | None]
     ) -> AgentProfile | None:
         try:
             return parse_instance(agent_id, fields)

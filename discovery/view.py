@@ -9,10 +9,11 @@ view keeps its last known state (no entry goes stale) and routing carries on fro
 
 Anyone who may publish on the channel may publish anything, so no event is trusted:
 one that does not decode or validate is skipped and counted in :attr:`LocalView.rejected`,
-and profiles are read back from the registry, which validates them
-(``discovery._validate``). A forged ``st`` can skew an entry's status and load only until
-the instance's next real heartbeat; a forged ``down`` removes an entry, and the next
-real heartbeat (an ``st`` for an id the view does not know) reads it back from Redis.
+and profiles are read back from the registry, which validates them and their size
+(``discovery._validate``, ``discovery.limits``), at most once per heartbeat interval per
+instance (``discovery._refetch``). A forged ``st`` can skew an entry's status and load
+only until the instance's next real heartbeat; a forged ``down`` removes an entry, and
+the next real heartbeat (an ``st`` for an id the view does not know) reads it back.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 
 import anyio
 import redis.exceptions
@@ -32,8 +32,10 @@ from anyio.abc import TaskStatus
 from bus.errors import Unavailable
 from bus.rejects import Rejects
 
+from ._entry import ViewEntry
 from ._events import parse_event
 from ._quarantine import Quarantine
+from ._refetch import Refetch
 from ._validate import Invalid
 from .profile import AgentProfile, AgentStatus
 from .registry import Registry
@@ -46,26 +48,8 @@ log = logging.getLogger("a2a.discovery.view")
 TIE_WINDOW = 16
 """Equally proficient instances compared by load when one capability is asked for."""
 
-
 PRUNE_AFTER = 60.0
 """Least time, in seconds, a stale entry is kept before the view forgets it."""
-
-
-@dataclass(slots=True)
-class ViewEntry:
-    profile: AgentProfile
-    proficiencies: dict[str, float]
-    seen: float = field(default=0.0)
-    """Local monotonic time of the last event about this instance."""
-
-    @property
-    def agent_id(self) -> str:
-        return self.profile.agent_id
-
-    @property
-    def load_ratio(self) -> float:
-        p = self.profile
-        return p.load / p.capacity if p.capacity > 0 else 0.0
 
 
 class LocalView:
@@ -93,6 +77,7 @@ class LocalView:
         self._ranked: dict[str, list[tuple[float, str]]] = {}
         """Capability -> (-proficiency, instance id), best first."""
         self._quarantine = Quarantine(registry.ttl)
+        self._refetch = Refetch(registry.heartbeat_interval)
 
     @property
     def rejected(self) -> int:
@@ -343,10 +328,13 @@ class LocalView:
             self.connected = True
             self.resyncs += 1
             self.ready.set()
+            wait = min(1.0, self.registry.heartbeat_interval / 2)
             while True:
-                msg = await pubsub.get_message(timeout=1.0)
+                msg = await pubsub.get_message(timeout=wait)
                 if msg is not None and msg.get("type") in ("message", b"message"):
                     await self._apply_safely(msg.get("data"))
+                for agent_id in self._refetch.due():
+                    await self._fetch(agent_id)
         finally:
             with (
                 anyio.CancelScope(shield=True),
@@ -381,8 +369,12 @@ class LocalView:
             and self.set_state(event.id, event.status, event.load or 0, event.capacity or 0)
         ):
             return
-        profile = await self.registry.get(event.id)  # validated there; None if gone or invalid
-        if profile is not None and event.id not in self._quarantine:
+        if self._refetch.allow(event.id):  # else read once the interval is over
+            await self._fetch(event.id)
+
+    async def _fetch(self, agent_id: str) -> None:
+        profile = await self.registry.get(agent_id)  # validated there; None if gone or invalid
+        if profile is not None and agent_id not in self._quarantine:
             self.upsert(profile)
 
     async def _sweep_periodically(self) -> None:

@@ -70,6 +70,7 @@ class NatsTransport(Transport):
         connect_wait: float = 10.0,
         reconnect_time_wait: float = 0.25,
         ping_interval: float = 10.0,
+        inbox_prefix: str | None = None,
     ) -> NatsTransport:
         """Connect to ``servers`` (``nats://host:port``, comma-separated or a list).
 
@@ -136,6 +137,8 @@ class NatsTransport(Transport):
             options["nkeys_seed_str" if is_seed else "nkeys_seed"] = nkeys_seed
         if creds_file:
             options["user_credentials"] = creds_file
+        if inbox_prefix:  # request inboxes a server may let only this user subscribe to
+            options["inbox_prefix"] = inbox_prefix
         nc = NatsClient()
         try:
             with anyio.fail_after(connect_wait):

@@ -42,8 +42,8 @@ async def ensure_stream(transport: NatsTransport, name: str, subjects: list[str]
 
 async def read_stream(
     transport: NatsTransport, name: str, subject: str, *, timeout: float = 5.0
-) -> AsyncIterator[bytes]:
-    """Every message kept in stream ``name`` on ``subject``, oldest first.
+) -> AsyncIterator[tuple[str, bytes]]:
+    """(subject, data) of every message kept in stream ``name`` on ``subject``, oldest first.
 
     Raises:
         TransportError: no such stream, or the server stopped answering.
@@ -53,7 +53,10 @@ async def read_stream(
         info = await js.stream_info(name)
         if not info.state.messages:
             return
-        sub = await js.subscribe(subject, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL)
+        # Naming the stream spares a lookup ($JS.API.STREAM.NAMES) readers need not be allowed.
+        sub = await js.subscribe(
+            subject, stream=name, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
+        )
     except (nats.errors.Error, OSError) as exc:
         raise TransportError(str(exc) or type(exc).__name__) from exc
     try:
@@ -62,7 +65,7 @@ async def read_stream(
                 msg = await sub.next_msg(timeout=timeout)
             except (nats.errors.Error, OSError) as exc:
                 raise TransportError(str(exc) or type(exc).__name__) from exc
-            yield msg.data
+            yield msg.subject, msg.data
             if msg.metadata.num_pending == 0:
                 break
     finally:

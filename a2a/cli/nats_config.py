@@ -24,8 +24,9 @@ import json
 import re
 from collections.abc import Iterable
 
-from bus.subjects import ANY, Subjects
+from bus.subjects import Subjects
 
+from ..core.settings import inbox_prefix
 from ..delegation.roster import Roster
 from ..stores.audit import stream_name
 
@@ -47,15 +48,24 @@ def password_variable(user: str) -> str:
 
 def _caller(subjects: Subjects, targets: Iterable[str]) -> list[str]:
     """Publish rights of a runtime calling ``targets`` (``*`` for any agent), in its own name."""
-    allow = [f"{subjects.notify('x')[: -len('x')]}>", subjects.audit(subjects.sender)]
-    allow.append(f"$JS.API.STREAM.INFO.{stream_name(subjects.namespace)}")
+    me = subjects.sender
+    allow = [
+        subjects.notifications(),
+        subjects.audit(me),
+        f"$JS.API.STREAM.INFO.{stream_name(subjects.namespace)}",
+    ]
     for target in targets:
         if target == "*":
-            root, me = subjects.root, subjects.sender
+            root = subjects.root
             allow += [f"{root}.agent.*.{me}", f"{root}.inst.*.*.{me}", f"{root}.cancel.*.{me}"]
         else:
             allow += [subjects.agent(target), subjects.instances(target), subjects.cancel(target)]
     return allow
+
+
+def _own(subjects: Subjects) -> list[str]:
+    """What a user receives in any role: replies to its calls, its own request inboxes."""
+    return [f"{subjects.reply_root}{subjects.sender}.>", f"{inbox_prefix(subjects.sender)}.>"]
 
 
 def _responses(max_ttl: float) -> dict[str, object]:
@@ -63,38 +73,43 @@ def _responses(max_ttl: float) -> dict[str, object]:
 
 
 def agent_permissions(roster: Roster, agent: str, namespace: str, *, max_ttl: float = 600.0) -> Permissions:
-    """Publish and subscribe allow-lists of one agent's NATS user."""
+    """Publish and subscribe rights of one agent's NATS user.
+
+    An agent may answer whatever reaches it (``allow_responses``), so nothing it sends
+    itself may reach it: otherwise it could give itself a message with any reply subject,
+    and with it the right to publish there. The subscriptions that would receive its own
+    requests, cancels and notifications are denied.
+    """
     me = Subjects(namespace, agent)
     anyone = me.receiving()
     rules = roster.rules(agent)
     targets = rules.can_invoke if rules.allow_sub_agent_calls else ()
     subscribe = [
-        f"{me.reply_root}{me.sender}.>",
+        *_own(me),
         anyone.agent(agent),
         f"{me.root}.inst.{agent}.*.*",
         anyone.cancel(agent),
-        f"{me.root}.notify.*.>",
-        "_INBOX.>",
+        f"{anyone.notifications()} {agent}",  # only in its own queue group
     ]
+    deny = [me.agent(agent), me.instances(agent), me.cancel(agent), me.notifications()]
     return {
         "publish": {"allow": _caller(me, targets)},
-        "subscribe": {"allow": subscribe},
+        "subscribe": {"allow": subscribe, "deny": deny},
         "allow_responses": _responses(max_ttl),
     }
 
 
-def _client_permissions(namespace: str, user: str, *, max_ttl: float = 600.0) -> Permissions:
+def _client_permissions(namespace: str, user: str) -> Permissions:
     """A caller from outside any agent: calls any agent in its own name, reads the audit records."""
     me = Subjects(namespace, user)
     stream = stream_name(namespace)
     publish = [*_caller(me, ["*"]), *_audit_reading(stream)]
-    subscribe = [f"{me.reply_root}{me.sender}.>", "_INBOX.>", me.audit_all]
-    return {"publish": {"allow": publish}, "subscribe": {"allow": subscribe}}
+    return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), me.audit_all]}}
 
 
-def _auditor_permissions(namespace: str) -> Permissions:
+def _auditor_permissions(namespace: str, user: str) -> Permissions:
     """The operators' audit reader: creates and reads the audit stream; calls nobody."""
-    subjects = Subjects(namespace, ANY)
+    me = Subjects(namespace, user)
     stream = stream_name(namespace)
     publish = [
         f"$JS.API.STREAM.CREATE.{stream}",
@@ -102,7 +117,7 @@ def _auditor_permissions(namespace: str) -> Permissions:
         f"$JS.API.STREAM.INFO.{stream}",
         *_audit_reading(stream),
     ]
-    return {"publish": {"allow": publish}, "subscribe": {"allow": [subjects.audit_all, "_INBOX.>"]}}
+    return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), me.audit_all]}}
 
 
 def _audit_reading(stream: str) -> list[str]:
@@ -132,9 +147,9 @@ def render_authorization(
     for agent in sorted(roster.agents):
         users.append((agent, agent_permissions(roster, agent, namespace, max_ttl=max_ttl)))
     for client in clients:
-        users.append((client, _client_permissions(namespace, client, max_ttl=max_ttl)))
+        users.append((client, _client_permissions(namespace, client)))
     if auditor:
-        users.append((auditor, _auditor_permissions(namespace)))
+        users.append((auditor, _auditor_permissions(namespace, auditor)))
     lines = [
         f"# Generated by `a2a nats-config` for namespace {namespace!r}. Passwords come from the",
         "# environment variables named below; nats-server resolves $NAME from its environment.",
@@ -144,8 +159,13 @@ def render_authorization(
     for user, permissions in users:
         lines.append(f"    {{user: {json.dumps(user)}, password: ${password_variable(user)}, permissions: {{")
         for direction in ("publish", "subscribe"):
-            allow = ", ".join(json.dumps(s) for s in permissions[direction]["allow"])  # type: ignore[index]
-            lines.append(f"      {direction}: {{allow: [{allow}]}}")
+            rules: dict[str, list[str]] = permissions[direction]  # type: ignore[assignment]
+            parts = [
+                f"{kind}: [{', '.join(json.dumps(s) for s in rules[kind])}]"
+                for kind in ("allow", "deny")
+                if kind in rules
+            ]
+            lines.append(f"      {direction}: {{{', '.join(parts)}}}")
         responses = permissions.get("allow_responses")
         if isinstance(responses, dict):
             expires = json.dumps(responses["expires"])

@@ -8,18 +8,22 @@ admin. Passwords are read at generation time from the environment variables
 environment); runtimes connect with ``REDIS_URL=redis://<user>:<password>@host:6379/0``.
 ACL files have no comments, so the file says nothing of where it came from.
 
-What the server then enforces, for every command and for every key a Lua script touches:
+What the server then enforces, for every command and for every key a function touches:
 
 * the ``default`` user is off: no unauthenticated access;
 * an agent reads every key of its namespace, writes its own instance hashes only
   (``inst:<agent>-<8 hex digits>``, the instance ids the runtime makes, so an agent whose
   name is another's plus ``-suffix`` cannot match them), the shared indexes the registry
-  scripts maintain (``instances``, ``capindex``, ``cap:*``) and conversation history
+  functions maintain (``instances``, ``capsof``, ``cap:*``) and conversation history
   (``conv:*``, ``active:*``); it publishes and subscribes on the events channel only;
 * a client reads the registry, reads and writes history and subscribes to the events
-  channel, and may run only the scripts that read;
-* neither may run anything else: no FLUSHALL, KEYS, SCAN, CONFIG, DEBUG, ACL, SHUTDOWN,
-  MONITOR, MODULE, REPLICAOF, ... Only the admin has every right.
+  channel, and may call only the registry functions that read (FCALL_RO);
+* neither may run code of its own: no EVAL, EVALSHA, SCRIPT or FUNCTION LOAD/DELETE/
+  FLUSH/RESTORE (a script that never ends would stall Redis for everyone), only FCALL /
+  FCALL_RO of the registry's library, which the admin loads
+  (``a2a redis-config --roster roster.yaml --load`` with ``REDIS_URL`` naming the admin);
+* nor anything else: no FLUSHALL, KEYS, SCAN, CONFIG, DEBUG, ACL, SHUTDOWN, MONITOR,
+  MODULE, REPLICAOF, ... Only the admin has every right.
 
 Local views refuse an entry whose profile names another agent than its id's prefix, so
 the key rights above decide which agent an instance may claim to be.
@@ -34,9 +38,16 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import anyio
+import redis.asyncio as aioredis
+
+from bus.errors import Unavailable
 from bus.subjects import validate_name
+from discovery import LIBRARY, load_library
+from discovery.errors import redis_errors
 from discovery.registry import RegistryKeys
 
+from ..core.settings import check_redis_url
 from ..delegation.roster import Roster
 from .common import CommandError
 from .nats_config import CLIENTS
@@ -48,16 +59,19 @@ __all__ = [
     "agent_rules",
     "client_rules",
     "cmd_redis_config",
+    "load_functions",
     "password_variable",
     "render_acl",
 ]
 
 _CONNECTION = ("ping", "select")
-_READ_SCRIPTS = ("evalsha_ro", "script|load", "script|exists")
-"""The registry's reads run as EVALSHA_RO: Redis refuses writes from them, and read-only
+_READ_FUNCTIONS = ("fcall_ro",)
+"""The registry's reads run as FCALL_RO: Redis refuses writes from them, and read-only
 key rights (``%R~``) let clients run them."""
-_REGISTRY_READS = ("hget", "hmget", "smembers", "zrevrange", "zscore", "exists")
-_REGISTRY_WRITES = ("hset", "del", "pexpire", "sadd", "srem", "zadd", "zrem")
+_REGISTRY_READS = ("hget", "hmget", "hstrlen", "sscan", "zrevrange", "zscore", "exists")
+"""What the registry's functions send on the caller's behalf: Redis checks the caller's
+rights for each command a function runs, as for each key."""
+_REGISTRY_WRITES = ("hset", "hdel", "del", "pexpire", "sadd", "srem", "zadd", "zrem")
 _HISTORY = (
     "hsetnx",
     "hget",
@@ -77,8 +91,8 @@ AGENT_COMMANDS = tuple(
     dict.fromkeys(
         (
             *_CONNECTION,
-            *_READ_SCRIPTS,
-            "evalsha",
+            *_READ_FUNCTIONS,
+            "fcall",
             *_REGISTRY_READS,
             *_REGISTRY_WRITES,
             *_HISTORY,
@@ -88,9 +102,9 @@ AGENT_COMMANDS = tuple(
         )
     )
 )
-"""Everything an agent's runtime sends, directly or from the registry's scripts."""
+"""Everything an agent's runtime sends, directly or from the registry's functions."""
 CLIENT_COMMANDS = tuple(
-    dict.fromkeys((*_CONNECTION, *_READ_SCRIPTS, *_REGISTRY_READS, *_HISTORY, "subscribe", "unsubscribe"))
+    dict.fromkeys((*_CONNECTION, *_READ_FUNCTIONS, *_REGISTRY_READS, *_HISTORY, "subscribe", "unsubscribe"))
 )
 """A runtime that hosts no agent: it follows the registry and keeps history, never registers."""
 
@@ -120,7 +134,7 @@ def agent_rules(agent: str, namespace: str) -> list[str]:
         f"%R~{p}*",
         f"~{p}inst:{validate_name('agent name', agent)}-{INSTANCE_SUFFIX}",
         f"~{keys.instances}",
-        f"~{keys.capindex}",
+        f"~{keys.capsof}",
         f"~{p}cap:*",
         f"~{p}conv:*",
         f"~{p}active:*",
@@ -170,9 +184,45 @@ def render_acl(
     return "\n".join(lines) + "\n"
 
 
+async def load_functions(url: str) -> None:
+    """Load the registry's function library into the Redis at ``url`` (a user allowed to: the admin).
+
+    Raises:
+        Unavailable: Redis is unreachable, refuses the user, or is older than 7.
+    """
+    client = aioredis.Redis.from_url(url, socket_connect_timeout=5.0, socket_timeout=10.0)
+    try:
+        with redis_errors("loading the registry's functions"):
+            await load_library(client)
+    finally:
+        await client.aclose()
+
+
+def _load(url: str | None) -> None:
+    if not url:
+        raise CommandError("--load needs REDIS_URL: the Redis URL of the admin user", status=2)
+    try:
+        check_redis_url(url)
+    except ValueError as exc:
+        raise CommandError(f"REDIS_URL: {exc}", status=2) from None
+    try:
+        anyio.run(load_functions, url)
+    except Unavailable as exc:
+        raise CommandError(str(exc)) from None
+    print(f"loaded the registry's Redis functions ({LIBRARY})")
+
+
 def cmd_redis_config(args: argparse.Namespace) -> int:
-    """``a2a redis-config``: ``roster``, ``namespace``, ``client`` (list or None), ``out`` (path or None)."""
+    """``a2a redis-config``: ``roster``, ``namespace``, ``client`` (list or None), ``out`` (path or None).
+
+    With ``load`` the command loads the registry's function library into the Redis at
+    ``REDIS_URL`` instead of printing the ACL file (and still writes it to ``out`` if set).
+    """
     roster = Roster.load(args.roster)  # RosterError (a ValueError): reported as bad usage
+    if getattr(args, "load", False):
+        _load(os.environ.get("REDIS_URL"))
+        if not args.out:
+            return 0
     try:
         text = render_acl(roster, args.namespace, clients=args.client or CLIENTS)
     except MissingPassword as exc:

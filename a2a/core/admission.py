@@ -39,8 +39,7 @@ def admit(
     meta = env.metadata
     if env.protocol_version != PROTOCOL_VERSION:
         codec.ensure_supported_version(env)
-    guard.cap(meta)
-    guard.check(env, sender)
+    guard.admit(env, sender)
     if meta.hop_count > meta.max_hops:
         check_hops(meta)
     if meta.depth >= meta.max_depth:
@@ -51,7 +50,8 @@ def admit(
         check_fan_out(meta)
     ttl_ms = meta.ttl_ms
     deadline = now + ttl_ms / 1000.0 if ttl_ms else local_deadline(meta, now)  # raises when none is left
-    policy.admit(agent.name, env)  # re-check the caller's rights, at every depth
+    if not policy.open:
+        policy.admit(agent.name, env)  # re-check the caller's rights, at every depth
     name = env.payload.action
     action = agent.actions.get(name) if type(env) is RequestEnvelope else None
     if action is None:

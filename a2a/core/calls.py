@@ -79,9 +79,9 @@ class CallPath:
         self.settings = settings
         self.view = view
         self.grants = grants
-        # With credentials the server proves who sends: calls from outside any agent name
-        # the identity the runtime connected as.
-        self.client = settings.name if settings.credentials else settings.client_name
+        # When the server proves who sends, calls from outside any agent name the identity
+        # the runtime connected as (the sender token of their subjects).
+        self.client = bus.subjects.sender if settings.proven else settings.client_name
         self._caller = bus.caller
         self._subjects = bus.subjects
         self._objectives: set[str] = set()
@@ -145,7 +145,7 @@ class CallPath:
             env.user_grant = parent.request.user_grant
         elif user_id is not None:
             env.user_id = user_id
-            env.user_grant = self._grant(user_id)
+            env.user_grant = self._grant(user_id, env.conversation_id)
         if route.capabilities:
             env.required_capabilities = list(route.capabilities)
         if grants is not None:
@@ -324,8 +324,11 @@ class CallPath:
             )
         return subjects.instance(chosen.agent_id), chosen.profile.name, chosen.agent_id
 
-    def _grant(self, user_id: str | None) -> str | None:
-        return self.grants.grant(user_id) if user_id is not None and self.grants is not None else None
+    def _grant(self, user_id: str | None, conversation_id: str) -> str | None:
+        """A grant for a call from outside any agent, good for its conversation only."""
+        if user_id is None or self.grants is None:
+            return None
+        return self.grants.grant(user_id, conversation_id)
 
     async def notify(
         self,
@@ -339,13 +342,14 @@ class CallPath:
         meta = self._metadata(
             parent, timeout=self.settings.default_timeout, priority=None, budget=None, batch_replies=False
         )
+        conversation = parent.request.conversation_id if parent else new_id()
         env = NotificationEnvelope(
             message_id=new_id(),
             source_agent_id=parent.agent if parent else self.client,
             target_agent_id=topic,
-            conversation_id=parent.request.conversation_id if parent else new_id(),
+            conversation_id=conversation,
             user_id=parent.request.user_id if parent else user_id,
-            user_grant=parent.request.user_grant if parent else self._grant(user_id),
+            user_grant=parent.request.user_grant if parent else self._grant(user_id, conversation),
             protocol_version=PROTOCOL_VERSION,
             payload=Payload(action=topic, parameters=params),
             metadata=meta,

@@ -7,8 +7,10 @@ grant on unchanged: they cannot sign one, so they cannot act for another user, a
 call that drops the grant has no user (see the README's "Security model").
 
 Token: ``a2a1.<payload>.<signature>``, both base64url without padding; the payload is
-JSON ``{"sub": userId, "iss": <entry point public NKey>, "iat": ms, "exp": ms}`` and the
-signature is Ed25519 (an NKey user key, as NATS uses) over ``a2a1.<payload>``.
+JSON ``{"sub": userId, "iss": <entry point public NKey>, "iat": ms, "exp": ms, "cnv":
+conversationId}`` and the signature is Ed25519 (an NKey user key, as NATS uses) over
+``a2a1.<payload>``. A grant with ``cnv`` is good for that conversation only (every call of
+one chain shares its conversation), so an agent that saw it cannot reuse it elsewhere.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class UserGrant(msgspec.Struct, frozen=True):
     iat: int
     exp: int
     """Milliseconds since the epoch."""
+    cnv: str | None = None
+    """The conversation the grant is good for; None: any conversation of the user."""
 
 
 _encoder = msgspec.json.Encoder()
@@ -105,20 +109,21 @@ class GrantIssuer:
         self.ttl = ttl
         self._issued: dict[str, tuple[str, float]] = {}
 
-    def grant(self, user_id: str) -> str:
+    def grant(self, user_id: str, conversation_id: str | None = None) -> str:
+        """A grant for ``user_id``, in ``conversation_id`` only when given."""
         now = time.time()
-        cached = self._issued.get(user_id)
+        key = f"{user_id}\0{conversation_id or ''}"
+        cached = self._issued.get(key)
         if cached is not None and cached[1] > now:
             return cached[0]
         iat = int(now * 1000)
-        payload = _encoder.encode(
-            UserGrant(sub=user_id, iss=self.public_key, iat=iat, exp=iat + int(self.ttl * 1000))
-        )
+        grant = UserGrant(sub=user_id, iss=self.public_key, iat=iat, exp=iat + int(self.ttl * 1000))
+        payload = _encoder.encode(msgspec.structs.replace(grant, cnv=conversation_id))
         signed = f"{_VERSION}.{_b64(payload)}"
         token = f"{signed}.{_b64(self._key.sign(signed.encode()))}"
         if len(self._issued) > _CACHE_SIZE:
             self._issued.clear()
-        self._issued[user_id] = (token, now + self.ttl / 2)
+        self._issued[key] = (token, now + self.ttl / 2)
         return token
 
 
@@ -138,8 +143,8 @@ class GrantVerifier:
         self._verified: OrderedDict[str, UserGrant] = OrderedDict()
         self.refused = 0
 
-    def verify(self, token: str) -> str:
-        """The user a grant names.
+    def verify(self, token: str) -> UserGrant:
+        """The grant a token carries (its user, its conversation).
 
         Raises:
             PermissionDenied: malformed, signed by an untrusted key, forged or expired.
@@ -155,7 +160,7 @@ class GrantVerifier:
             self._verified.pop(token, None)
             self.refused += 1
             raise PermissionDenied("the user grant has expired", details={"reason": "grant expired"})
-        return grant.sub
+        return grant
 
     def _check(self, token: str) -> UserGrant:
         version, _, rest = token.partition(".")

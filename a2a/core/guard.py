@@ -2,7 +2,7 @@
 
 * its own limits: ``ttlMs``, ``maxHops``, ``maxDepth`` and ``budget`` are capped by this
   runtime's settings (the smaller of the envelope's and its own wins);
-* the sender: with credentials, nats-server proves who published (the sender token of
+* the sender: with a NATS user, nats-server proves who published (the sender token of
   the subject), and ``sourceAgentId`` must name that identity;
 * the lineage: ``callChain`` holds one agent per level of ``depth`` and ends with the sender;
 * the user: when entry-point keys are configured, ``userId`` must come with a grant
@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from bus.errors import InvalidEnvelope, PermissionDenied
-from bus.wire import Metadata, NotificationEnvelope, RequestEnvelope
+from bus.wire import DEFAULT_TTL_MS, NotificationEnvelope, RequestEnvelope
 
 from .grants import GrantVerifier
 from .settings import Settings
@@ -52,14 +52,19 @@ class Guard:
             max_hops=settings.max_hops,
             max_depth=settings.max_depth,
             max_budget=settings.max_budget,
-            verify_sender=settings.credentials,
+            verify_sender=settings.proven,
             grants=GrantVerifier(keys.split(",")) if keys else None,
             require_grants=settings.require_grants,
         )
 
-    def cap(self, meta: Metadata) -> None:
-        """Lower the request's limits to this runtime's own (in place: the envelope is this hop's)."""
-        if meta.ttl_ms is None or meta.ttl_ms > self.max_ttl_ms:
+    def admit(self, env: RequestEnvelope | NotificationEnvelope, sender: str) -> None:
+        """Lower the request's limits to this runtime's own (in place: the envelope is this
+        hop's own), then check sender, lineage and user; raises the first refusal."""
+        meta = env.metadata
+        ttl_ms = meta.ttl_ms
+        if ttl_ms is None:  # a sender that set none (protocol 1.0, plain NATS clients)
+            meta.ttl_ms = min(DEFAULT_TTL_MS, self.max_ttl_ms)
+        elif ttl_ms > self.max_ttl_ms:
             meta.ttl_ms = self.max_ttl_ms
         if meta.max_hops > self.max_hops:
             meta.max_hops = self.max_hops
@@ -68,16 +73,12 @@ class Guard:
         budget = self.max_budget
         if budget is not None and (meta.budget is None or meta.budget > budget):
             meta.budget = budget
-
-    def check(self, env: RequestEnvelope | NotificationEnvelope, sender: str) -> None:
-        """Sender, lineage and user; raises the typed error of the first that fails."""
         source = env.source_agent_id
         if self.verify_sender and source != sender:
             raise PermissionDenied(
                 f"sourceAgentId {source!r} is not the identity that sent the message ({sender!r})",
                 details={"sourceAgentId": source, "sender": sender},
             )
-        meta = env.metadata
         chain = meta.call_chain
         if len(chain) != meta.depth or (chain and chain[-1] != source):
             raise InvalidEnvelope(
@@ -99,8 +100,13 @@ class Guard:
             if self.require_grants:
                 raise PermissionDenied("this agent requires a user grant", details={"reason": "no grant"})
             return
-        user = self.grants.verify(token)
-        if env.user_id != user:
+        grant = self.grants.verify(token)
+        if env.user_id != grant.sub:
             raise PermissionDenied(
                 "userId differs from the user of the grant", details={"reason": "grant for another user"}
+            )
+        if grant.cnv is not None and grant.cnv != env.conversation_id:
+            raise PermissionDenied(
+                "the user grant is for another conversation",
+                details={"reason": "grant for another conversation"},
             )

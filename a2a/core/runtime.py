@@ -158,6 +158,7 @@ class Runtime:
             runtime_id=self.id,
             identity=s.name,
             max_payload=s.max_payload,
+            strict=s.proven,
         )
         self.audit = AuditLog(bus.link, enabled=s.audit, redactor=self.redactor)
         await bus.start()
@@ -224,6 +225,13 @@ class Runtime:
         for agent in agents:
             if agent.name in self.hosts:
                 raise ValueError(f"{agent.name} is already served by this runtime")
+            if self.settings.proven and agent.name != self.bus.subjects.sender:
+                # Its requests would carry a sender token that is not its name, and callees
+                # refuse those: one NATS user per agent.
+                raise ValueError(
+                    f"cannot serve {agent.name!r} as NATS user {self.bus.subjects.sender!r}: "
+                    "with credentials each agent runs as the NATS user named after it"
+                )
             host = AgentHost(
                 agent,
                 bus=self.bus,

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from bus.subjects import validate_name
+from bus.subjects import identity_token, validate_name
 from bus.wire import DEFAULT_MAX_DEPTH, DEFAULT_MAX_HOPS, DEFAULT_TTL_MS
 from transports import NatsTransport
 
@@ -31,6 +31,7 @@ __all__ = [
     "check_nats_url",
     "check_redis_url",
     "connect_nats",
+    "inbox_prefix",
 ]
 
 MAX_SECONDS = 7 * 24 * 3600.0
@@ -129,7 +130,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def name(self) -> str:
         """This runtime's identity token in subjects."""
-        return self.identity or self.nats_user or "anon"
+        return identity_token(self.identity or self.nats_user or "anon")
+
+    @property
+    def proven(self) -> bool:
+        """The server proves who publishes: credentials with a user name (``NATS_USER`` or
+        ``A2A_IDENTITY``). A shared token proves nothing about the sender, so it is not enough."""
+        return self.credentials and bool(self.identity or self.nats_user)
 
     def __post_init__(self) -> None:
         _check_urls(self)
@@ -355,4 +362,10 @@ async def connect_nats(settings: Settings, *, name: str | None = None) -> NatsTr
         creds_file=settings.nats_creds,
         tls=settings.tls_context(),
         connect_wait=settings.connect_timeout,
+        inbox_prefix=inbox_prefix(settings.name) if settings.proven else None,
     )
+
+
+def inbox_prefix(identity: str) -> str:
+    """Request inboxes of one identity (JetStream replies, audit reads): ``_INBOX_<identity>``."""
+    return f"_INBOX_{identity}"

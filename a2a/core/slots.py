@@ -96,7 +96,7 @@ class Lease(Held):
         reply: str,
         started: float,
         deadline: float,
-        sender: str = "",
+        sender: str,
     ) -> None:
         super().__init__(task, reply, started, deadline, sender)
         self.slots = slots

@@ -28,22 +28,20 @@ class Policy:
     def __init__(self, roster: Roster | None = None, *, closed: bool = False) -> None:
         self.roster = roster
         self._default = DENIED if closed else UNRESTRICTED
+        self._agents = frozenset(roster.agents) if roster is not None else frozenset()
+        self.open = roster is None and not closed
+        """Every agent may call every other (no roster, no credentials): nothing to check."""
 
     @classmethod
     def from_file(cls, path: str | Path) -> Policy:
         return cls(Roster.load(path))
-
-    @property
-    def open(self) -> bool:
-        """Every agent may call every other (no roster, no credentials)."""
-        return self.roster is None and self._default is UNRESTRICTED
 
     def rules(self, agent: str) -> AgentRules:
         return self.roster.rules(agent) if self.roster is not None else self._default
 
     def is_agent(self, name: str) -> bool:
         """True for an agent the roster lists (its calls are checked at every depth)."""
-        return self.roster is not None and name in self.roster.agents
+        return name in self._agents
 
     def check_call(self, caller: str | None, target: str) -> None:
         """Caller side: may ``caller`` (None outside any agent) call ``target``?"""

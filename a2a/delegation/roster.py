@@ -2,7 +2,8 @@
 
 ::
 
-    defaults:                     # applied to every agent, and to agents not listed
+    defaults:                     # what listed agents' entries leave out; agents not listed
+                                  # get them without the right to call anyone
       allow_sub_agent_calls: false
       max_depth: 5
       max_fan_out: 3
@@ -82,11 +83,12 @@ class Roster(msgspec.Struct, frozen=True, kw_only=True):
     defaults: AgentRules = AgentRules()
     agents: dict[str, AgentRules] = {}
     tools: dict[str, ToolRule] = {}
-    unlisted: AgentRules = DENIED
 
     def rules(self, agent: str) -> AgentRules:
         rules = self.agents.get(agent)
-        return rules if rules is not None else self.unlisted
+        if rules is not None:
+            return rules
+        return msgspec.structs.replace(self.defaults, allow_sub_agent_calls=False, can_invoke=())
 
     @classmethod
     def load(cls, path: str | Path) -> Roster:
@@ -117,8 +119,7 @@ class Roster(msgspec.Struct, frozen=True, kw_only=True):
             tools = msgspec.convert(raw.get("tools") or {}, dict[str, ToolRule])
         except msgspec.ValidationError as exc:
             raise RosterError(f"{source}: {exc}") from None
-        unlisted = msgspec.structs.replace(defaults, allow_sub_agent_calls=False, can_invoke=())
-        roster = cls(defaults=defaults, agents=agents, tools=tools, unlisted=unlisted)
+        roster = cls(defaults=defaults, agents=agents, tools=tools)
         roster.check(source)
         return roster
 

@@ -155,7 +155,7 @@ async def _drive(
     records: list[AuditRecord] = []
 
     async def collect(msg: Message) -> None:
-        records.extend(decode_records(msg.data))
+        records.extend(decode_records(msg.data, msg.subject))
 
     async with Runtime(settings) as rt:
         assert rt.history is not None

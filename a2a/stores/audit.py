@@ -18,6 +18,7 @@ import msgspec
 
 from bus.errors import A2AError, Outcome, outcome_of
 from bus.link import Link
+from bus.rejects import Rejects
 from bus.wire import Envelope, Wire
 from transports import NatsTransport, TransportError
 from transports.jetstream import ensure_stream, read_stream
@@ -267,16 +268,33 @@ async def ensure_audit_stream(transport: NatsTransport, namespace: str) -> str:
     return name
 
 
-def decode_records(data: bytes) -> list[AuditRecord]:
-    """The records of one audit message (newline-delimited JSON); malformed lines are skipped."""
+_rejects = Rejects(log, "audit record")
+
+
+def decode_records(data: bytes, subject: str | None = None) -> list[AuditRecord]:
+    """The records of one audit message (newline-delimited JSON); malformed lines are skipped.
+
+    With the ``subject`` the message came on (``a2a.<ns>.audit.<agent>``), a record is kept
+    only if that agent wrote it: the callee of a callee record, the origin of a caller
+    record. The server lets each user publish only on its own audit subject, so a record
+    claiming another agent's exchange is a forgery and is skipped (counted, logged).
+    """
+    author = subject[subject.rfind(".") + 1 :] if subject else None
     records = []
     for line in data.split(b"\n"):
         if not line.strip():
             continue
         try:
-            records.append(_decoder.decode(line))
-        except msgspec.MsgspecError:
-            log.warning("skipping a malformed audit record")
+            record = _decoder.decode(line)
+        except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError, ValueError):
+            _rejects("malformed", line[:100])
+            continue
+        if author is not None and author != (record.target if record.side == "callee" else record.origin):
+            _rejects(
+                "not its author's", f"{record.side} record {record.origin} -> {record.target} on {subject}"
+            )
+            continue
+        records.append(record)
     return records
 
 
@@ -314,6 +332,6 @@ async def read_audit(
     """
     found: list[AuditRecord] = []
     subject = f"a2a.{namespace}.audit.>"
-    async for data in read_stream(transport, stream_name(namespace), subject, timeout=timeout):
-        found.extend(r for r in decode_records(data) if match(r))
+    async for on, data in read_stream(transport, stream_name(namespace), subject, timeout=timeout):
+        found.extend(r for r in decode_records(data, on) if match(r))
     return found[-limit:] if limit else found

@@ -157,13 +157,13 @@ async def test_find_best_is_one_round_trip_at_any_size(registry: Registry) -> No
                 for i in range(size)
             ]
         )
-        await registry.find_best_agent([f"cap{size}"])  # loads the script once
+        await registry.find_best_agent([f"cap{size}"])  # loads the library if missing
         registry.redis.execute_command = counting  # type: ignore[method-assign]
         sent.clear()
         best = await registry.find_best_agent([f"cap{size}", "other"])
         registry.redis.execute_command = original  # type: ignore[method-assign]
         assert best is not None
-        assert sent == ["EVALSHA_RO"]  # one read-only script call
+        assert sent == ["FCALL_RO"]  # one read-only function call
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

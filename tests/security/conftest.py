@@ -23,7 +23,7 @@ from a2a.dev.servers import NatsServer
 
 ROSTER = Path(__file__).with_name("roster.yaml")
 NAMESPACE = "sec"
-USERS = ["planner", "writer", "reader", "client", "auditor", "admin"]
+USERS = ["planner", "writer", "reader", "client", "gateway", "auditor", "admin"]
 
 
 def password(user: str) -> str:

@@ -21,7 +21,7 @@ from discovery import AgentCapability, AgentProfile, LocalView, Registry
 NAMESPACE = "sec"
 AGENTS = ("writer", "reader", "writer-bot")
 """``writer-bot`` starts with ``writer-``: its instance hashes must stay out of the writer's reach."""
-USERS = (*AGENTS, "client", "admin")
+USERS = (*AGENTS, "client", "gateway", "admin")
 PASSWORDS = {password_variable(user): f"{user}-{uuid.uuid4().hex[:8]}" for user in USERS}
 
 

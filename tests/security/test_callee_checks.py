@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from typing import Any
@@ -119,6 +118,9 @@ async def test_users_come_from_grants_signed_by_an_entry_point(settings: Setting
             ),
             "a tampered grant": envelope(action="user", user_id="alice", user_grant=alice[:-4] + "AAAA"),
             "garbage": envelope(action="user", user_id="alice", user_grant="a2a1.%%%.%%%"),
+            "a grant for another conversation": envelope(
+                action="user", user_id="alice", user_grant=GrantIssuer(entry).grant("alice", "elsewhere")
+            ),
             "an expired grant": envelope(
                 action="user", user_id="alice", user_grant=GrantIssuer(entry, ttl=-1).grant("alice")
             ),
@@ -126,6 +128,13 @@ async def test_users_come_from_grants_signed_by_an_entry_point(settings: Setting
         for name, env in attacks.items():
             reply = await send(server, env)
             assert reply["payload"]["error"]["code"] == "PERMISSION_DENIED", name
+        bound = envelope(
+            action="user",
+            conversation="here",
+            user_id="alice",
+            user_grant=GrantIssuer(entry).grant("alice", "here"),
+        )
+        assert (await send(server, bound))["payload"]["result"] == {"user": "alice"}
         # A call without a user is still served unless grants are required.
         assert (await send(server, envelope(action="user")))["payload"]["result"] == {"user": None}
     strict = Settings(**{**_fields(settings), "grant_keys": trusted, "require_grants": True})
@@ -140,7 +149,7 @@ def test_grants_are_verified_once_then_remembered() -> None:
     issuer = GrantIssuer(seed())
     verifier = GrantVerifier([issuer.public_key])
     token = issuer.grant("alice")
-    assert verifier.verify(token) == "alice"
+    assert verifier.verify(token).sub == "alice"
     started = time.perf_counter()
     for _ in range(10_000):
         verifier.verify(token)
@@ -156,9 +165,7 @@ def _fields(settings: Settings) -> dict[str, Any]:
 
 
 async def test_the_cli_is_an_entry_point_with_a_key_from_grant_key(settings: Settings) -> None:
-    made = subprocess.run(
-        [sys.executable, "-m", "a2a", "grant-key"], capture_output=True, text=True, check=True
-    ).stdout
+    made = (await anyio.run_process([sys.executable, "-m", "a2a", "grant-key"])).stdout.decode()
     keys = dict(line.split("=", 1) for line in made.splitlines() if not line.startswith("#"))
     callee = Settings(**{**_fields(settings), "grant_keys": keys["A2A_GRANT_KEYS"]})
     env = {

@@ -185,7 +185,6 @@ SERVERS = [
         "PAYLOAD_TOO_LARGE",
         {**REAL, "A2A_MAX_PAYLOAD": "100"},
     ),
-    Case("audit-no-stream", ("audit",), 1, "audit stream", {**REAL, "A2A_NAMESPACE": "cli-no-audit"}),
     Case("history-unknown", ("history", "no-such-conversation"), 1, "no history", REAL),
 ]
 
@@ -205,7 +204,6 @@ INLINE = {
     "env-nats-url-http",
     "env-connect-timeout-inf",
     "nats-config-out-unwritable",
-    "audit-no-stream",
     "agent-dotted",
     "action-too-long",
     "call-no-arguments",

@@ -219,3 +219,122 @@ async def test_the_server_refuses_an_agent_calling_outside_its_rights(deployment
     async with Runtime(as_user(deployment["reader"].settings.nats_url, "reader"), policy=Policy()) as rogue:
         with anyio.fail_after(3), pytest.raises(PermissionDenied):
             await rogue.call("planner", "plan", {})
+
+
+async def test_an_agent_cannot_hand_itself_a_reply_subject(
+    deployment: dict[str, Runtime], attacker: Any
+) -> None:
+    """Whoever receives a message may answer on its reply subject: nothing an agent sends reaches it."""
+    reader = await attacker("reader")
+    got: list[Any] = []
+
+    async def keep(msg: Any) -> None:
+        got.append(msg)
+
+    await reader.nc.subscribe(f"a2a.{NAMESPACE}.notify.*.loop", queue="reader", cb=keep)
+    await reader.publish(
+        f"a2a.{NAMESPACE}.notify.reader.loop", b"x", reply=f"a2a.{NAMESPACE}.agent.writer.planner"
+    )
+    await anyio.sleep(0.3)
+    assert not got  # so no right to publish as the planner either
+    await reader.publish(f"a2a.{NAMESPACE}.agent.writer.planner", request("planner", "writer", "write"))
+    await wait_for(lambda: bool(reader.refused))
+    # Notifications from others still arrive, in the agent's own queue group only.
+    planner = await attacker("planner")
+    await planner.publish(f"a2a.{NAMESPACE}.notify.planner.loop", b"y")
+    await wait_for(lambda: len(got) == 1)
+    before = len(reader.refused)
+    await reader.nc.subscribe(f"a2a.{NAMESPACE}.notify.*.news", queue="writer")
+    await reader.nc.flush()
+    await wait_for(lambda: len(reader.refused) > before)
+
+
+async def test_an_agent_does_not_answer_on_someone_elses_reply_subject(
+    deployment: dict[str, Runtime], attacker: Any
+) -> None:
+    """A request whose reply subject belongs to another runtime is not answered: bouncing a
+    reply off an honest agent into another caller's pending call does not work."""
+    planner = deployment["planner"]
+    async with anyio.create_task_group() as tg:
+        results: list[Any] = []
+
+        async def call() -> None:
+            results.append(await deployment["client"].call("planner", "plan", {"hold": True}))
+
+        tg.start_soon(call)
+        await wait_for(lambda: len(planner.bus.pending) == 1)
+        (correlation_id,) = list(planner.bus.pending._slots)
+        client = await attacker("client")
+        forged = request("client", "reader", "read")
+        await client.publish(
+            f"a2a.{NAMESPACE}.agent.reader.client", forged, reply=planner.bus.reply_prefix + correlation_id
+        )
+        reader = deployment["reader"].hosts["reader"]
+        await wait_for(lambda: reader.endpoint is not None and reader.endpoint.reply_rejects.total == 1)
+        release.set()
+    assert results[0]["written"] is True
+
+
+async def test_a_reply_must_answer_the_very_request(deployment: dict[str, Runtime]) -> None:
+    """Even on the right subject, a reply naming another request is refused by the caller."""
+    from bus.errors import InvalidEnvelope
+    from bus.wire import RequestEnvelope as Request
+
+    planner = deployment["planner"]
+    env = Request(
+        message_id="mine",
+        source_agent_id="planner",
+        target_agent_id="writer",
+        conversation_id="c",
+        protocol_version=PROTOCOL_VERSION,
+        payload=Payload(action="write", parameters={}),
+        metadata=Metadata(timestamp=1, correlation_id="x"),
+    )
+    other = ResponseEnvelope(
+        message_id="r",
+        source_agent_id="writer",
+        target_agent_id="planner",
+        conversation_id="c",
+        in_reply_to="somebody-else",
+        protocol_version=PROTOCOL_VERSION,
+        payload=Payload(action="write", result="FORGED"),
+        metadata=Metadata(timestamp=1, correlation_id="x"),
+    )
+    with pytest.raises(InvalidEnvelope, match="not this request"):
+        planner.bus.caller._parse_reply(codec.encode_envelope(other), env)
+
+
+async def test_audit_records_are_read_by_clients_and_auditors_only_and_forgeries_are_skipped(
+    deployment: dict[str, Runtime], attacker: Any, secured_nats: str
+) -> None:
+    from a2a.core.settings import connect_nats
+    from a2a.stores.audit import read_audit
+
+    await deployment["client"].call("planner", "plan", {})
+    reader = await attacker("reader")
+    sniffed: list[Any] = []
+
+    async def sniff(msg: Any) -> None:
+        sniffed.append(msg)
+
+    await reader.nc.subscribe("_INBOX.>", cb=sniff)  # other users' inboxes
+    await reader.nc.subscribe("_INBOX_client.>", cb=sniff)
+    await reader.nc.flush()
+    await wait_for(lambda: len(reader.refused) >= 2)
+    # The reader may publish on its own audit subject only, and writes a record about others.
+    fake = (
+        b'{"requestId":"r","conversationId":"c","origin":"planner","target":"writer","action":"wire_money",'
+    )
+    fake += b'"outcome":"ok","side":"callee","startedAt":1,"durationMs":1.0}'
+    await reader.publish(f"a2a.{NAMESPACE}.audit.reader", fake)
+    await anyio.sleep(0.5)
+    for user in ("client", "auditor"):
+        transport = await connect_nats(as_user(secured_nats, user))
+        try:
+            records = await read_audit(transport, NAMESPACE)
+        finally:
+            await transport.aclose()
+        hops = {(r.origin, r.target) for r in records}
+        assert {("client", "planner"), ("planner", "writer"), ("writer", "reader")} <= hops
+        assert not any(r.action == "wire_money" for r in records)
+    assert not sniffed

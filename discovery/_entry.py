@@ -1,0 +1,26 @@
+"""One instance as a local view holds it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .profile import AgentProfile
+
+__all__ = ["ViewEntry"]
+
+
+@dataclass(slots=True)
+class ViewEntry:
+    profile: AgentProfile
+    proficiencies: dict[str, float]
+    seen: float = field(default=0.0)
+    """Local monotonic time of the last event about this instance."""
+
+    @property
+    def agent_id(self) -> str:
+        return self.profile.agent_id
+
+    @property
+    def load_ratio(self) -> float:
+        p = self.profile
+        return p.load / p.capacity if p.capacity > 0 else 0.0
