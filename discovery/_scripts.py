@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from .limits import MAX_CAPABILITIES, MAX_FIELD_BYTES, MAX_PROFILE_BYTES
 
-__all__ = ["FUNCTIONS", "LIBRARY", "MAX_PAGE", "MAX_QUERY", "READ_ONLY", "SOURCE"]
+__all__ = ["FUNCTIONS", "LIBRARY", "MAX_PAGE", "MAX_QUERY", "SOURCE"]
 
 LIBRARY = "a2a_registry_v1"
 _FN = "a2a_v1_"
@@ -45,7 +45,6 @@ FUNCTIONS = {
     for op in ("register", "heartbeat", "deregister", "sweep", "find_best", "list", "find_all", "get")
 }
 """Operation -> function name (function names are global on a server: versioned too)."""
-READ_ONLY = frozenset(("find_best", "list", "find_all", "get"))
 MAX_PAGE = 256
 """Ids one LIST, FIND_ALL or SWEEP call reads at most."""
 MAX_QUERY = 16
@@ -60,7 +59,7 @@ local MAX_QUERY = @MAX_QUERY@
 local MAX_PAGE = @MAX_PAGE@
 local MAX_ID = 128              -- a longer member of a shared set is no instance id
 local MAX_SEEN = 1024           -- instances one FIND_BEST scores at most
-local SWEEP_BUDGET = 4096       -- index removals one SWEEP makes at most
+local SWEEP_BUDGET = 1024       -- index removals one SWEEP makes at most
 local FIELDS = {'profile', 'status', 'load', 'capacity', 'lastSeen'}
 
 local function failed(reply)
@@ -218,8 +217,9 @@ local function deregister(keys, args)
 end
 
 -- One page of a pass over the instances set: ids whose hash expired leave the indexes
--- (the capability sets their capsof record names; without one, entries stay behind and
--- readers skip them) with a down event.
+-- (the capability sets their capsof record names, with a down event; an id without
+-- a record never registered here, or did so under an older layout: its entries stay
+-- behind and readers skip them).
 -- KEYS: instances set, capsof hash
 -- ARGV: prefix, cursor, count
 -- Returns {next cursor ('0': the pass is over), ids removed}.
@@ -234,13 +234,15 @@ local function sweep(keys, args)
     if #id > MAX_ID then
       write('SREM', keys[1], id)
     elseif redis.call('EXISTS', prefix .. 'inst:' .. id) == 0 then
-      for cap in pairs(decode_caps(small(keys[2], id)) or {}) do
+      local record = small(keys[2], id)
+      for cap in pairs(decode_caps(record) or {}) do
         write('ZREM', prefix .. 'cap:' .. tostring(cap), id)
         budget = budget - 1
       end
       write('HDEL', keys[2], id)
       write('SREM', keys[1], id)
-      redis.call('PUBLISH', prefix .. 'events', cjson.encode({e = 'down', id = id}))
+      -- Only an id that registered has a record: a padded set costs views no events.
+      if record then redis.call('PUBLISH', prefix .. 'events', cjson.encode({e = 'down', id = id})) end
       removed = removed + 1
     end
   end
@@ -334,13 +336,15 @@ local function get(keys, args)
   return row(keys[1]) or {}
 end
 
-local callbacks = {register = register, heartbeat = heartbeat, deregister = deregister, sweep = sweep,
-                   find_best = find_best, list = list, find_all = find_all, get = get}
-for op, callback in pairs(callbacks) do
-  local flags = {}
-  if op == 'find_best' or op == 'list' or op == 'find_all' or op == 'get' then flags = {'no-writes'} end
-  redis.register_function{function_name = '@FN@' .. op, callback = callback, flags = flags}
-end
+-- (Loading runs this part with only the redis table in reach: no pairs, no loops over globals.)
+redis.register_function{function_name = '@FN@register', callback = register}
+redis.register_function{function_name = '@FN@heartbeat', callback = heartbeat}
+redis.register_function{function_name = '@FN@deregister', callback = deregister}
+redis.register_function{function_name = '@FN@sweep', callback = sweep}
+redis.register_function{function_name = '@FN@find_best', callback = find_best, flags = {'no-writes'}}
+redis.register_function{function_name = '@FN@list', callback = list, flags = {'no-writes'}}
+redis.register_function{function_name = '@FN@find_all', callback = find_all, flags = {'no-writes'}}
+redis.register_function{function_name = '@FN@get', callback = get, flags = {'no-writes'}}
 """
 
 SOURCE = (

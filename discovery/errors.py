@@ -17,6 +17,8 @@ def redis_errors(what: str) -> Iterator[None]:
     """Re-raise redis-py failures as :class:`Unavailable` naming the operation."""
     try:
         yield
+    except Unavailable:
+        raise  # already ours (Unavailable is a ConnectionError, hence an OSError)
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
         raise Unavailable(f"registry unavailable during {what}: {exc}") from exc
     except redis.exceptions.RedisError as exc:

@@ -204,6 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
         "redis-config", parents=common, help="Redis ACL users with per-agent key permissions, from a roster"
     )
     _roster_options(p)
+    p.add_argument(
+        "--load",
+        action="store_true",
+        help="load the registry's function library into the Redis at REDIS_URL (as its admin user)",
+    )
     p.set_defaults(func=cmd_redis_config)
 
     p = sub.add_parser(

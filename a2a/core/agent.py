@@ -12,7 +12,8 @@ import jsonschema.exceptions
 
 from bus.errors import InvalidParams
 from bus.subjects import validate_name
-from discovery.profile import AgentCapability, validate_capability_id
+from discovery import check_limits
+from discovery.profile import AgentCapability, AgentProfile, validate_capability_id
 
 from .context import Context
 
@@ -109,6 +110,17 @@ class Agent:
         self.max_concurrency = max_concurrency
         self.max_queue = max_queue
         self.metadata = dict(metadata or {})
+        # What the registry would refuse is refused here, where the agent is declared.
+        check_limits(
+            AgentProfile(
+                agent_id=f"{self.name}-00000000",
+                name=self.name,
+                version=version,
+                description=description,
+                capabilities=self.capabilities,
+                metadata=self.metadata,
+            )
+        )
         self.lifespan = lifespan
         self.actions: dict[str, Action] = {}
         self.topics: dict[str, NotificationHandler] = {}

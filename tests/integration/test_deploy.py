@@ -8,6 +8,7 @@ the demo agents spread over its nodes under their roster users.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -23,8 +24,8 @@ import yaml
 from a2a import Policy, Runtime, Settings
 from a2a.cli import build_parser
 from a2a.cli.nats_config import password_variable, render_authorization
+from a2a.cli.redis_config import cmd_redis_config, load_functions, render_acl
 from a2a.cli.redis_config import password_variable as redis_password_variable
-from a2a.cli.redis_config import render_acl
 from a2a.core.settings import ENVIRONMENT
 from a2a.delegation.roster import Roster
 from a2a.demo.run import AGENT_PROCESSES, ROSTER, _drive
@@ -32,6 +33,8 @@ from a2a.demo.workspace import make_workspace
 from a2a.dev.servers import RedisServer, ServerProcess, free_port, nats_server_binary
 from a2a.errors import PermissionDenied
 from a2a.observability.telemetry import ENVIRONMENT as OTEL_ENVIRONMENT
+from bus.errors import Unavailable
+from discovery import AgentProfile, Registry
 from tests.helpers import ROOT, AgentProcess
 
 DEPLOY = ROOT / "deploy"
@@ -41,6 +44,9 @@ USERS = ["planner", "reader", "writer", "reviewer", "scribe", "client", "gateway
 REDIS_USERS = ["planner", "reader", "writer", "reviewer", "scribe", "client", "gateway", "admin"]
 REDIS_PASSWORDS = {redis_password_variable(u) for u in REDIS_USERS}
 """Kubernetes containers hold their Redis password in one of these to build REDIS_URL from."""
+REDIS_AND_JAEGER = ("redis", "redis-functions", "jaeger")
+LOAD_COMMAND = ["redis-config", "--roster", "/etc/a2a/roster.yaml", "--namespace", "demo", "--load"]
+"""What loads the registry's Redis functions as the admin, before agents use them."""
 
 
 def dotenv() -> dict[str, str]:
@@ -134,7 +140,7 @@ def test_kubernetes_manifests_match_the_code() -> None:
         conf_variables() - {password_variable(u) for u in USERS} <= nats_env
     )  # passwords come from the Secret
     for doc in docs:
-        if doc["kind"] not in ("Deployment", "Job") or doc["metadata"]["name"] in ("redis", "jaeger"):
+        if doc["kind"] not in ("Deployment", "Job") or doc["metadata"]["name"] in REDIS_AND_JAEGER:
             continue
         (container,) = doc["spec"]["template"]["spec"]["containers"]
         assert container["image"] == "a2a-runtime:dev"
@@ -164,6 +170,62 @@ def test_kubernetes_manifests_match_the_code() -> None:
     kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
     for path in [*kustomization["resources"], *kustomization["configMapGenerator"][0]["files"]]:
         assert (DEPLOY / path).is_file(), path
+
+
+def check_load_command(argv: list[str]) -> argparse.Namespace:
+    """``argv`` is the `a2a redis-config --load` command: it parses, and asks to load."""
+    assert argv == LOAD_COMMAND
+    args, unknown = build_parser().parse_known_args(argv)
+    assert args.command == "redis-config" and unknown in ([], ["--load"])
+    args.load = True
+    return args
+
+
+def test_the_admin_loads_the_redis_functions_before_agents_start() -> None:
+    services = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())["services"]
+    init = services["redis-init"]
+    check_load_command(init["command"])
+    assert init["environment"] == {"REDIS_URL": "redis://admin:${A2A_REDIS_PASSWORD_ADMIN}@redis:6379/0"}
+    assert init["depends_on"] == {"redis": {"condition": "service_started"}}
+    assert init["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
+    for name in AGENT_PROCESSES:
+        assert services[name]["depends_on"]["redis-init"] == {"condition": "service_completed_successfully"}
+    docs = list(yaml.safe_load_all((DEPLOY / "k8s" / "a2a.yaml").read_text()))
+    job = next(d for d in docs if d["kind"] == "Job" and d["metadata"]["name"] == "redis-functions")
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "a2a-runtime:dev"
+    check_load_command(container["args"])
+    env = {e["name"]: e for e in container["env"]}
+    assert env["REDIS_URL"]["value"] == "redis://admin:$(A2A_REDIS_PASSWORD_ADMIN)@redis:6379/0"
+    secret = env["A2A_REDIS_PASSWORD_ADMIN"]["valueFrom"]["secretKeyRef"]
+    assert secret == {"name": "a2a-nats-passwords", "key": "A2A_REDIS_PASSWORD_ADMIN"}
+    assert [e["name"] for e in container["env"]] == ["A2A_REDIS_PASSWORD_ADMIN", "REDIS_URL"]
+
+
+@pytest.mark.anyio
+async def test_the_deployed_acl_lets_the_admin_load_the_functions_agents_then_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secrets = dotenv()
+    with RedisServer(acl_file=DEPLOY / "redis" / "users.acl") as server:
+
+        def url(user: str) -> str:
+            password = secrets[redis_password_variable(user)]
+            return f"redis://{user}:{password}@{server.host}:{server.port}/0"
+
+        planner = Registry.from_url(url("planner"), namespace="demo")
+        honest = AgentProfile(agent_id="planner-1a2b3c4d", name="planner")
+        try:
+            with pytest.raises(Unavailable, match=r"redis-config .*--load"):
+                await planner.register(honest)
+            monkeypatch.setenv("REDIS_URL", url("admin"))  # as the init service has it
+            args = check_load_command(LOAD_COMMAND)
+            args.roster, args.client, args.out = str(ROSTER), None, None
+            assert await anyio.to_thread.run_sync(cmd_redis_config, args) == 0
+            await planner.register(honest)
+            assert [p.agent_id for p in await planner.list_agents()] == [honest.agent_id]
+        finally:
+            await planner.aclose()
 
 
 def test_redis_users_are_what_the_roster_generates_from_the_demo_passwords() -> None:
@@ -248,6 +310,7 @@ async def test_the_demo_runs_with_agents_spread_over_the_cluster_and_permissions
         return f"redis://{user}:{user}-redis-test-pw@{redis.host}:{redis.port}/0"
 
     with redis:
+        await load_functions(redis_url("admin"))  # as the deployment's redis-init does
         placement = {"planner": 0, "reader": 1, "writer": 2, "reviewer": 1}
         workspace = make_workspace(tmp_path / "workspace")
         procs = []

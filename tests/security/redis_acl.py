@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from a2a.cli.redis_config import password_variable, render_acl
+from a2a.cli.redis_config import load_functions, password_variable, render_acl
 from a2a.delegation.roster import Roster
 from a2a.dev.servers import RedisServer
 from discovery import AgentCapability, AgentProfile, LocalView, Registry
@@ -54,13 +54,18 @@ class AclServer:
 
 @pytest.fixture(scope="module")
 def acl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclServer]:
-    """redis-server with the ACL file generated for ``AGENTS`` in namespace ``NAMESPACE``."""
+    """redis-server with the ACL file generated for ``AGENTS`` in namespace ``NAMESPACE``.
+
+    The admin loads the registry's functions, as ``a2a redis-config --load`` does.
+    """
     roster = Roster.from_dict({"agents": {agent: {} for agent in AGENTS}})
     acl = tmp_path_factory.mktemp("acl") / "users.acl"
     acl.write_text(render_acl(roster, NAMESPACE, passwords=PASSWORDS))
     server = RedisServer(acl_file=acl)
     with server:
-        yield AclServer(server, NAMESPACE)
+        deployed = AclServer(server, NAMESPACE)
+        anyio.run(load_functions, deployed.url("admin"))
+        yield deployed
 
 
 @pytest.fixture

@@ -152,10 +152,9 @@ async def test_a_caller_survives_malformed_batches_and_settles_the_good_lines(
             payload=Payload(action="echo", result={"from": "batch"}),
             metadata=Metadata(timestamp=1, correlation_id="known"),
         )
-        bad_lines = [b"no-space-here", b"\xff\xfe " + codec.encode_envelope(reply), b" starts-with-space", b""]
-        body = b"\n".join(
-            [*bad_lines, b"unknown-call " + codec.encode_envelope(reply), b"known " + codec.encode_envelope(reply)]
-        )
+        good = codec.encode_envelope(reply)
+        bad_lines = [b"no-space-here", b"\xff\xfe " + good, b" starts-with-space", b""]
+        body = b"\n".join([*bad_lines, b"unknown-call " + good, b"known " + good])
         await broker.connect().publish(client.bus.reply_prefix + "known", body, headers={REPLIES_HEADER: "6"})
 
     async with anyio.create_task_group() as tg:

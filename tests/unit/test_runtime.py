@@ -424,8 +424,9 @@ async def test_unanswered_calls_are_sent_again_after_a_reconnect(
         seen.append(env.metadata.correlation_id)
         if len(seen) == 1:
             return  # the first delivery "dies with the server"
-        reply = {"type": "response", "messageId": "r", "sourceAgentId": "x", "targetAgentId": "c", "inReplyTo": env.message_id,
-                 "conversationId": env.conversation_id, "protocolVersion": PROTOCOL_VERSION,
+        reply = {"type": "response", "messageId": "r", "sourceAgentId": "x", "targetAgentId": "c",
+                 "inReplyTo": env.message_id, "conversationId": env.conversation_id,
+                 "protocolVersion": PROTOCOL_VERSION,
                  "payload": {"action": "x", "result": "second time"},
                  "metadata": {"timestamp": 1, "correlationId": env.metadata.correlation_id}}  # fmt: skip
         await flaky.publish(msg.reply, json.dumps(reply).encode())

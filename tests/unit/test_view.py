@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from discovery import AgentCapability, AgentProfile, LocalView, Registry, ViewEntry, match_score
+from discovery._refetch import Refetch
 
 STATUSES = ["available", "available", "busy", "offline"]
 
@@ -203,3 +204,16 @@ def test_entries_without_news_for_long_are_forgotten_but_not_while_redis_is_away
     view.connected = True
     assert view.prune() == 1
     assert [e.agent_id for e in view.entries()] == ["i-1"] and view.best(["x"]).agent_id == "i-1"  # type: ignore[union-attr]
+
+
+def test_one_instance_is_read_back_at_most_once_per_interval() -> None:
+    now = [0.0]
+    refetch = Refetch(1.0, clock=lambda: now[0])
+    assert refetch.allow("a-1") and refetch.allow("b-1")
+    assert not any(refetch.allow("a-1") for _ in range(1000))  # a flood: one id marked due
+    assert refetch.due() == []  # its interval is not over
+    now[0] = 1.0
+    assert refetch.due() == ["a-1"] and refetch.due() == []
+    assert not refetch.allow("a-1")  # the due read counts as a read
+    now[0] = 2.5
+    assert refetch.allow("a-1") and refetch.allow("b-1")
