@@ -250,7 +250,11 @@ class AgentHost:
             result: Any = None
             error: A2AError | None = None
             try:
-                sender = self._sender_of(msg.subject)
+                subject = msg.subject
+                if type(env) is RequestEnvelope:  # a request's sender is its subject's last token
+                    sender = subject[subject.rfind(".") + 1 :]
+                else:
+                    sender = self._sender_of(subject)
                 action, params, deadline = admit(self.agent, services.policy, services.guard, env, sender, t0)
                 task = asyncio.current_task(self._loop)
                 assert task is not None

@@ -206,13 +206,14 @@ class AuditLog:
         """Queue one record (redacted) for the next batch; it is encoded with the batch."""
         if not self.enabled:
             return
+        # Free text only: the other fields are ids, names and capability ids, whose
+        # characters the runtime restricts (a capability id cannot hold a secret's syntax
+        # any more than an agent name can), and this runs for every exchange.
         redact = self.redactor.redact
         if record.objective:
             record.objective = redact(record.objective)
         if record.error_message:
             record.error_message = redact(record.error_message)
-        if record.routed_by:
-            record.routed_by = redact(record.routed_by)
         pending = self._pending
         pending.append(record)
         if len(pending) >= self._batch_records:
