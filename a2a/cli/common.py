@@ -6,10 +6,12 @@ import argparse
 import importlib
 import math
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
+import anyio
 from rich.console import Console
 
 from bus.subjects import validate_name
@@ -48,6 +50,52 @@ class CommandError(Exception):
     def __init__(self, message: str, status: int = 1) -> None:
         super().__init__(message)
         self.status = status
+
+
+T = TypeVar("T")
+
+
+def run_interruptibly(work: Callable[[], Awaitable[T]]) -> T:
+    """Run ``work`` on an event loop; Ctrl-C or SIGTERM cancels it and raises KeyboardInterrupt.
+
+    The signal cancels an anyio scope, which stays cancelled: every later wait inside it is
+    cancelled again, so a library that swallows one cancellation (a connect in progress,
+    say) cannot keep the command waiting for its own timeout. What ``work`` raises is
+    raised as it is (not inside an exception group).
+    """
+    results: list[T] = []
+    errors: list[Exception] = []
+    interrupted = False
+
+    async def main() -> None:
+        nonlocal interrupted
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with anyio.create_task_group() as tg:
+
+                async def watch() -> None:
+                    nonlocal interrupted
+                    async for _ in signals:
+                        interrupted = True
+                        tg.cancel_scope.cancel()
+                        return
+
+                async def run() -> None:
+                    try:
+                        results.append(await work())
+                    except Exception as exc:
+                        errors.append(exc)
+                    finally:
+                        tg.cancel_scope.cancel()
+
+                tg.start_soon(watch)
+                tg.start_soon(run)
+
+    anyio.run(main)
+    if interrupted:
+        raise KeyboardInterrupt
+    if errors:
+        raise errors[0]
+    return results[0]
 
 
 def settings_from(args: argparse.Namespace, **extra: Any) -> Settings:

@@ -10,14 +10,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 from rich.table import Table
 
 from discovery import Registry
 from transports import TransportError
 
 from ..core.settings import connect_nats
-from .common import CommandError, console, settings_from
+from .common import CommandError, console, run_interruptibly, settings_from
 
 __all__ = [
     "cmd_agents",
@@ -42,7 +41,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
         finally:
             await registry.aclose()
 
-    profiles = anyio.run(fetch)
+    profiles = run_interruptibly(fetch)
     table = Table(title=f"Agents in namespace {settings.namespace!r}", title_justify="left")
     for column in ("name", "instance", "capabilities", "status", "load", "last heartbeat"):
         table.add_column(column)
@@ -81,7 +80,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         finally:
             await registry.aclose()
 
-    owner, interactions, messages = anyio.run(fetch)
+    owner, interactions, messages = run_interruptibly(fetch)
     if owner is None and not interactions and not messages:
         raise CommandError(
             f"no history for conversation {args.conversation!r} in namespace {settings.namespace!r}"
@@ -134,7 +133,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             await transport.aclose()
 
     try:
-        records = anyio.run(fetch)
+        records = run_interruptibly(fetch)
     except TransportError as exc:  # no stream yet, or no server
         raise CommandError(f"cannot read the audit stream: {exc}") from exc
     if args.json:

@@ -20,7 +20,7 @@ from ..core.agent import Agent
 from ..core.route import Target, by_capability
 from ..core.runtime import Runtime
 from ..core.settings import Settings, check_nats_url, check_redis_url
-from .common import CommandError, console, err_console, load_agents, settings_from
+from .common import CommandError, console, err_console, load_agents, run_interruptibly, settings_from
 
 if TYPE_CHECKING:
     from ..observability.telemetry import Telemetry
@@ -192,7 +192,7 @@ def cmd_call(args: argparse.Namespace) -> int:
         async with Runtime(settings) as rt:
             return await rt.call(target, action, params, timeout=args.timeout, user_id=args.user)
 
-    result = anyio.run(call)  # an A2AError is reported by main as "CODE: message"
+    result = run_interruptibly(call)  # an A2AError is reported by main as "CODE: message"
     print(json.dumps(result, indent=2))
     return 0
 
