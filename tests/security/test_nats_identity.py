@@ -7,6 +7,7 @@ permissions) next to an attack by a raw NATS client logged in as another user.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -83,6 +84,28 @@ def request(source: str, target: str, action: str, **meta: Any) -> bytes:
     return codec.encode_envelope(env)
 
 
+@asynccontextmanager
+async def planner_call_in_flight(
+    deployment: dict[str, Runtime],
+) -> AsyncIterator[tuple[str, list[Any]]]:
+    """The client's call to the planner, held at the writer until ``release`` is set.
+
+    Yields the correlation id of the planner's pending call to the writer, and the list the
+    client's result lands in once the call ends (after the block).
+    """
+    planner = deployment["planner"]
+    results: list[Any] = []
+
+    async def call() -> None:
+        results.append(await deployment["client"].call("planner", "plan", {"hold": True}))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call)
+        await wait_for(lambda: len(planner.bus.pending) == 1)
+        (correlation_id,) = list(planner.bus.pending._slots)
+        yield correlation_id, results
+
+
 async def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> None:
     with anyio.fail_after(timeout):
         while not condition():
@@ -137,15 +160,7 @@ async def test_only_the_instance_that_received_a_call_can_answer_it(
     deployment: dict[str, Runtime], attacker: Any
 ) -> None:
     planner = deployment["planner"]
-    async with anyio.create_task_group() as tg:
-        results: list[Any] = []
-
-        async def call() -> None:
-            results.append(await deployment["client"].call("planner", "plan", {"hold": True}))
-
-        tg.start_soon(call)
-        await wait_for(lambda: len(planner.bus.pending) == 1)
-        (correlation_id,) = [c for c in planner.bus.pending._slots]
+    async with planner_call_in_flight(deployment) as (correlation_id, results):
         reply_subject = planner.bus.reply_prefix + correlation_id  # leaked to the attacker
         forged = ResponseEnvelope(
             message_id="f",
@@ -255,15 +270,7 @@ async def test_an_agent_does_not_answer_on_someone_elses_reply_subject(
     """A request whose reply subject belongs to another runtime is not answered: bouncing a
     reply off an honest agent into another caller's pending call does not work."""
     planner = deployment["planner"]
-    async with anyio.create_task_group() as tg:
-        results: list[Any] = []
-
-        async def call() -> None:
-            results.append(await deployment["client"].call("planner", "plan", {"hold": True}))
-
-        tg.start_soon(call)
-        await wait_for(lambda: len(planner.bus.pending) == 1)
-        (correlation_id,) = list(planner.bus.pending._slots)
+    async with planner_call_in_flight(deployment) as (correlation_id, results):
         client = await attacker("client")
         forged = request("client", "reader", "read")
         await client.publish(
