@@ -22,7 +22,7 @@ from transports import Message, Subscription
 
 from .codec import ENCODE_ERRORS, encode_envelope
 from .errors import A2AError, AgentError, Cancelled, PayloadTooLarge
-from .ids import new_id
+from .ids import serial_id
 from .link import Link
 from .protocol import (
     ACK_AFTER,
@@ -255,7 +255,7 @@ class Endpoint:
         """Send the handler's result; returns the error sent instead when the result cannot travel."""
         meta = request.metadata
         response = ResponseEnvelope(
-            message_id=new_id(),
+            message_id=serial_id(),
             source_agent_id=self.agent,
             target_agent_id=request.source_agent_id,
             conversation_id=request.conversation_id,
@@ -302,7 +302,7 @@ class Endpoint:
             return  # the caller is gone; nobody reads this reply
         correlation_id = request.metadata.correlation_id if request else reply.rsplit(".", 1)[-1]
         envelope = ErrorEnvelope(
-            message_id=new_id(),
+            message_id=serial_id(),
             source_agent_id=self.agent,
             target_agent_id=request.source_agent_id if request else "unknown",
             conversation_id=request.conversation_id if request else "unknown",
