@@ -84,8 +84,9 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 class _Shutdown:
-    """SIGINT or SIGTERM ends ``a2a serve``: a start-up still connecting is cancelled at once,
-    a running server leaves its ``async with`` normally so in-flight requests may finish."""
+    """SIGINT or SIGTERM ends ``a2a serve``: a start-up still connecting is cancelled at once;
+    once connected, the server finishes starting its agents and leaves its ``async with``
+    normally, so they deregister and in-flight requests may finish."""
 
     def __init__(self) -> None:
         self.requested = anyio.Event()
@@ -109,13 +110,15 @@ async def _serve(settings: Settings, telemetry: Telemetry, agents: list[Agent]) 
         async with anyio.create_task_group() as tg:
             tg.start_soon(shutdown.watch, signals, tg.cancel_scope)
             async with Runtime(settings, telemetry=telemetry) as rt:
+                # Connected: from here a signal is a normal stop, once the agents (which may
+                # already be registered and visible) are up, then deregistered on the way out.
+                shutdown.serving = True
                 if settings.health_port is not None:
                     await rt.serve_health(settings.health_port)
                 for host in await rt.serve(*agents):
                     logging.getLogger("a2a").info(
                         "serving %s as %s on %s", host.agent.name, host.instance_id, settings.nats_url
                     )
-                shutdown.serving = True
                 await shutdown.requested.wait()
             tg.cancel_scope.cancel()
     return shutdown.serving
