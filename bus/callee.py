@@ -37,6 +37,7 @@ from .protocol import (
     decode_cancel,
 )
 from .rejects import Rejects
+from .subjects import inbox_prefix
 from .wire import (
     PROTOCOL_VERSION,
     Envelope,
@@ -185,7 +186,7 @@ class Endpoint:
         sender = self.link.subjects.sender_of(subject)
         return (
             reply.startswith(f"{self._runtime_replies}{sender}.")
-            or reply.startswith(f"_INBOX_{sender}.")
+            or reply.startswith(f"{inbox_prefix(sender)}.")
             or reply.startswith("_INBOX.")
         )
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["Subjects", "identity_token", "instance_agent", "is_name", "validate_name"]
+__all__ = ["Subjects", "identity_token", "inbox_prefix", "instance_agent", "is_name", "validate_name"]
 
 ANY = "*"
 """The sender token of subscriptions: requests from anyone (the subject tells who)."""
@@ -51,6 +51,15 @@ def instance_agent(instance_id: str) -> str:
 def identity_token(identity: str) -> str:
     """A NATS user name as one subject token (characters outside ``[A-Za-z0-9_-]`` become ``_``)."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", identity)[:128] or "anon"
+
+
+def inbox_prefix(identity: str) -> str:
+    """Request inboxes of one identity (JetStream replies, audit reads): ``_INBOX_<identity>``.
+
+    Outside any namespace, like NATS's own ``_INBOX``; a server may let only that identity
+    subscribe to them (``a2a nats-config``).
+    """
+    return f"_INBOX_{identity_token(identity)}"
 
 
 class Subjects:

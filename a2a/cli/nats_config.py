@@ -24,9 +24,8 @@ import json
 import re
 from collections.abc import Iterable
 
-from bus.subjects import Subjects
+from bus.subjects import Subjects, inbox_prefix
 
-from ..core.settings import inbox_prefix
 from ..delegation.roster import Roster
 from ..stores.audit import stream_name
 

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from bus.subjects import identity_token, validate_name
+from bus.subjects import identity_token, inbox_prefix, validate_name
 from bus.wire import DEFAULT_MAX_DEPTH, DEFAULT_MAX_HOPS, DEFAULT_TTL_MS
 from transports import NatsTransport
 
@@ -31,7 +31,6 @@ __all__ = [
     "check_nats_url",
     "check_redis_url",
     "connect_nats",
-    "inbox_prefix",
 ]
 
 MAX_SECONDS = 7 * 24 * 3600.0
@@ -364,8 +363,3 @@ async def connect_nats(settings: Settings, *, name: str | None = None) -> NatsTr
         connect_wait=settings.connect_timeout,
         inbox_prefix=inbox_prefix(settings.name) if settings.proven else None,
     )
-
-
-def inbox_prefix(identity: str) -> str:
-    """Request inboxes of one identity (JetStream replies, audit reads): ``_INBOX_<identity>``."""
-    return f"_INBOX_{identity}"
