@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .profile import AgentProfile
+from .scoring import trust_weight
 
 __all__ = ["ViewEntry"]
 
@@ -24,3 +25,8 @@ class ViewEntry:
     def load_ratio(self) -> float:
         p = self.profile
         return p.load / p.capacity if p.capacity > 0 else 0.0
+
+    @property
+    def trust(self) -> float:
+        """The instance's published trust, 1 when it publishes none (an agent of the deployment)."""
+        return trust_weight(self.profile.trust)

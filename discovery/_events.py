@@ -1,7 +1,8 @@
 """Change events on the registry's channel, as the scripts in ``discovery._scripts`` publish them.
 
 {"e": "reg", "id": ...}                                        registered or replaced
-{"e": "st", "id": ..., "status", "load", "capacity", "ts"}     heartbeat
+{"e": "st", "id": ..., "status", "load", "capacity", "ts"}     heartbeat (and "trust" when the
+                                                               instance publishes one)
 {"e": "down", "id": ...}                                       deregistered or swept
 """
 
@@ -15,7 +16,7 @@ from msgspec import Meta
 from bus.subjects import is_name
 
 from ._validate import DECODE_ERRORS, MAX_COUNTER, Invalid
-from .profile import AgentStatus
+from .profile import AgentStatus, Trust
 
 __all__ = ["KINDS", "Event", "parse_event"]
 
@@ -33,6 +34,8 @@ class Event(msgspec.Struct):
     load: Counter | None = None
     capacity: Counter | None = None
     ts: float | None = None
+    trust: Trust | None = None
+    """Absent: the instance publishes no trust score (an agent of the deployment)."""
 
 
 _decoder = msgspec.json.Decoder(Event)

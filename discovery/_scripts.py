@@ -4,7 +4,8 @@ Key layout (``P`` = ``a2a:{<ns>}:``; the braces make a hash tag, so every key of
 namespace lands on one Redis Cluster slot):
 
     P inst:<id>     hash: name, status, load, capacity, lastSeen, profile (JSON),
-                    caps (JSON id -> proficiency); expires unless heartbeats refresh it
+                    caps (JSON id -> proficiency), trust (only an instance that publishes
+                    one: a decimal in [0, 1]); expires unless heartbeats refresh it
     P instances     set of instance ids registered and not yet swept
     P capsof        hash: instance id -> the caps JSON it registered; outlives the
                     instance hash, so a sweep knows which sorted sets to prune
@@ -17,7 +18,8 @@ The library is loaded by a privileged user (``a2a redis-config --load``, or any 
 whose user may, such as the default user of an open deployment); agents and clients may
 only call it (FCALL / FCALL_RO), never load code of their own, so nothing they send can
 keep Redis busy. Its name carries a version: a layout change ships as a new library
-beside the old one.
+beside the old one (v2 added the trust field, and FIND_BEST weighs by it; v1 runtimes
+sharing a namespace ignore it).
 
 Every function's work is bounded per call, whatever the shared keys hold (every agent
 may write ``instances``, ``capsof`` and ``cap:*``, and any bytes into its own hashes):
@@ -38,8 +40,8 @@ from .limits import MAX_CAPABILITIES, MAX_FIELD_BYTES, MAX_PROFILE_BYTES
 
 __all__ = ["FUNCTIONS", "LIBRARY", "MAX_PAGE", "MAX_QUERY", "SOURCE"]
 
-LIBRARY = "a2a_registry_v1"
-_FN = "a2a_v1_"
+LIBRARY = "a2a_registry_v2"
+_FN = "a2a_v2_"
 FUNCTIONS = {
     op: _FN + op
     for op in ("register", "heartbeat", "deregister", "sweep", "find_best", "list", "find_all", "get")
@@ -53,14 +55,15 @@ MAX_QUERY = 16
 _LIBRARY = r"""#!lua name=@LIBRARY@
 
 local MAX_BYTES = @MAX_BYTES@   -- profile and caps JSON
-local MAX_FIELD = @MAX_FIELD@   -- status, load, capacity, lastSeen
+local MAX_FIELD = @MAX_FIELD@   -- status, load, capacity, lastSeen, trust
 local MAX_CAPS = @MAX_CAPS@
 local MAX_QUERY = @MAX_QUERY@
 local MAX_PAGE = @MAX_PAGE@
 local MAX_ID = 128              -- a longer member of a shared set is no instance id
 local MAX_SEEN = 1024           -- instances one FIND_BEST scores at most
 local SWEEP_BUDGET = 1024       -- index removals one SWEEP makes at most
-local FIELDS = {'profile', 'status', 'load', 'capacity', 'lastSeen'}
+local FIELDS = {'profile', 'status', 'load', 'capacity', 'lastSeen', 'trust'}
+local OVERSIZE = {false, false, false, false, false}  -- the fields after an oversized entry's size
 
 local function failed(reply)
   return type(reply) == 'table' and reply.err ~= nil
@@ -82,6 +85,16 @@ local function write(cmd, key, ...)
   end
   if failed(reply) then error(reply) end
   return reply
+end
+
+-- A trust field as a number: 1 when missing (an agent of the deployment publishes none),
+-- nil when it is not a plain decimal in [0, 1] (discovery._validate.TRUST_PATTERN).
+local function trust_of(raw)
+  if not raw then return 1 end
+  if type(raw) ~= 'string' or #raw > MAX_FIELD or not string.find(raw, '^[0-9.]+$') then return nil end
+  local t = tonumber(raw)
+  if not t or t < 0 or t > 1 then return nil end
+  return t
 end
 
 local function page(count)
@@ -117,16 +130,16 @@ local function unindex(prefix, id, key, capsof)
   end
 end
 
--- An instance's fields (profile, status, load, capacity, lastSeen), or nil when it has no
--- profile; an entry over the size bounds comes back as {its size, false, ...}: readers
--- refuse it without its bytes crossing the network.
+-- An instance's fields (FIELDS), or nil when it has no profile; an entry over the size
+-- bounds comes back as {its size, false, ...}: readers refuse it without its bytes
+-- crossing the network.
 local function row(key)
   local size = read('HSTRLEN', key, 'profile')
   if not size or size == 0 then return nil end
-  if size > MAX_BYTES then return {size, false, false, false, false} end
+  if size > MAX_BYTES then return {size, unpack(OVERSIZE)} end
   for i = 2, #FIELDS do
     local n = read('HSTRLEN', key, FIELDS[i]) or 0
-    if n > MAX_FIELD then return {n, false, false, false, false} end
+    if n > MAX_FIELD then return {n, unpack(OVERSIZE)} end
   end
   return read('HMGET', key, unpack(FIELDS)) or nil
 end
@@ -137,7 +150,7 @@ local function rows(prefix, ids, out, only_available)
       local r = row(prefix .. 'inst:' .. id)
       if r and (not only_available or r[2] == 'available') then
         out[#out + 1] = id
-        for i = 1, 5 do out[#out + 1] = r[i] end
+        for i = 1, #FIELDS do out[#out + 1] = r[i] end
       end
     end
   end
@@ -146,17 +159,20 @@ end
 
 -- Replaces the whole hash (DEL first: fields someone added do not survive a re-registration).
 -- KEYS: inst hash, instances set, capsof hash
--- ARGV: prefix, id, ttl_ms, name, status, load, capacity, now_ms, profile_json, caps_json
+-- ARGV: prefix, id, ttl_ms, name, status, load, capacity, now_ms, profile_json, caps_json,
+--       trust ('' when the instance publishes none)
 local function register(keys, args)
-  local key, prefix, id, status = keys[1], args[1], args[2], args[5]
+  local key, prefix, id, status, trust = keys[1], args[1], args[2], args[5], args[11] or ''
   local caps = decode_caps(args[10])
   if not caps or #args[9] > MAX_BYTES then
     return redis.error_reply('ERR profile or capabilities over the registry size bounds')
   end
+  if trust ~= '' and not trust_of(trust) then return redis.error_reply('ERR invalid trust') end
   unindex(prefix, id, key, keys[3])
   redis.call('DEL', key)
   redis.call('HSET', key, 'name', args[4], 'status', status, 'load', args[6], 'capacity', args[7],
              'lastSeen', args[8], 'profile', args[9], 'caps', args[10])
+  if trust ~= '' then redis.call('HSET', key, 'trust', trust) end
   redis.call('PEXPIRE', key, tonumber(args[3]))
   write('SADD', keys[2], id)
   write('HSET', keys[3], id, args[10])
@@ -172,12 +188,15 @@ end
 -- remembers (an empty fingerprint skips that check). The capability sets are rewritten
 -- on every beat (ZADD while available, ZREM otherwise), which also undoes any edit of
 -- this instance's index entries since the last one.
+-- The trust field is written (or removed, for '') like load, and travels in the event.
 -- KEYS: inst hash
--- ARGV: prefix, id, ttl_ms, status, load, capacity, now_ms, name, fingerprint
+-- ARGV: prefix, id, ttl_ms, status, load, capacity, now_ms, name, fingerprint, trust
 -- Returns 0 when the instance is unknown (expired, or the server lost its data) or its
 -- hash was altered (over the size bounds included): re-register.
 local function heartbeat(keys, args)
   local key, prefix, id, status, fingerprint = keys[1], args[1], args[2], args[4], args[9]
+  local trust = args[10] or ''
+  if trust ~= '' and not trust_of(trust) then return redis.error_reply('ERR invalid trust') end
   local profile, raw = small(key, 'profile'), small(key, 'caps')
   if not profile or not raw then return 0 end
   local h = read('HMGET', key, 'status', 'name')
@@ -190,6 +209,7 @@ local function heartbeat(keys, args)
   local caps = decode_caps(raw)
   if not caps then return 0 end
   redis.call('HSET', key, 'status', status, 'load', args[5], 'capacity', args[6], 'lastSeen', args[7])
+  if trust == '' then redis.call('HDEL', key, 'trust') else redis.call('HSET', key, 'trust', trust) end
   redis.call('PEXPIRE', key, tonumber(args[3]))
   for cap, prof in pairs(caps) do
     local score = tonumber(prof)
@@ -200,7 +220,8 @@ local function heartbeat(keys, args)
     end
   end
   redis.call('PUBLISH', prefix .. 'events', cjson.encode({e = 'st', id = id, status = status,
-    load = tonumber(args[5]), capacity = tonumber(args[6]), ts = tonumber(args[7])}))
+    load = tonumber(args[5]), capacity = tonumber(args[6]), ts = tonumber(args[7]),
+    trust = tonumber(trust)}))
   return 1
 end
 
@@ -250,26 +271,31 @@ local function sweep(keys, args)
 end
 
 -- Threshold algorithm over the per-capability sorted sets: read each list from the
--- top in batches, score every newly seen instance exactly (ZSCORE in each list), and
--- stop once the best score found is at least the best any unseen instance could
--- reach (the mean of the last scores read), or after MAX_SEEN instances (sets full of
--- entries without a live instance: the best so far, flagged). Ties go to the lower
--- load / capacity. It only reads (ids whose hash expired are skipped; SWEEP prunes them).
+-- top in batches, score every newly seen instance exactly (mean of its ZSCOREs times its
+-- trust, discovery.scoring), and stop once the best score found is at least the best
+-- any unseen instance could reach (the mean of the last scores read: trust is at most
+-- 1), or after MAX_SEEN instances (sets full of entries without a live instance: the
+-- best so far, flagged). Instances trusted less than the floor are skipped, and so are
+-- those with an invalid trust field (counted). Ties go to the lower load / capacity. It
+-- only reads (ids whose hash expired are skipped; SWEEP prunes them).
 -- KEYS: instances set
--- ARGV: prefix, cap1, cap2, ... (at most MAX_QUERY)
--- Returns {id or '', score, 1 when the search stopped at MAX_SEEN else 0}.
+-- ARGV: prefix, trust floor, cap1, cap2, ... (at most MAX_QUERY)
+-- Returns {id or '', score, 1 when the search stopped at MAX_SEEN else 0, invalid trusts}.
 local function find_best(keys, args)
-  local prefix, n = args[1], #args - 1
+  local prefix, floor, n = args[1], tonumber(args[2]), #args - 2
   if n < 1 or n > MAX_QUERY then
     return redis.error_reply('ERR ask for 1 to ' .. MAX_QUERY .. ' capabilities')
   end
-  local seen, count = {}, 0
+  if not floor or floor ~= floor or floor < 0 or floor > 1 then
+    return redis.error_reply('ERR the trust floor must be a number in [0, 1]')
+  end
+  local seen, count, invalid = {}, 0, 0
   local best, best_score, best_load = nil, 0, 0
   local depth, batch, truncated = 0, 16, 0
   while true do
     local threshold, more = 0, false
     for i = 1, n do
-      local key = prefix .. 'cap:' .. args[i + 1]
+      local key = prefix .. 'cap:' .. args[i + 2]
       local items = read('ZREVRANGE', key, depth, depth + batch - 1, 'WITHSCORES') or {}
       if #items == 2 * batch then
         more = true
@@ -280,14 +306,16 @@ local function find_best(keys, args)
         if not seen[id] and #id <= MAX_ID then
           seen[id] = true
           count = count + 1
-          local st = read('HMGET', prefix .. 'inst:' .. id, 'status', 'load', 'capacity')
-          if st and st[1] == 'available' then
+          local st = read('HMGET', prefix .. 'inst:' .. id, 'status', 'load', 'capacity', 'trust')
+          local trust = st and trust_of(st[4])
+          if st and st[1] == 'available' and not trust then invalid = invalid + 1 end
+          if st and st[1] == 'available' and trust and trust >= floor then
             local total = 0
             for k = 1, n do
-              local s = read('ZSCORE', prefix .. 'cap:' .. args[k + 1], id)
+              local s = read('ZSCORE', prefix .. 'cap:' .. args[k + 2], id)
               if s then total = total + (tonumber(s) or 0) end
             end
-            local score = total / n
+            local score = total / n * trust
             local capacity = tonumber(st[3]) or 0
             local load = 0
             if capacity > 0 then load = (tonumber(st[2]) or 0) / capacity end
@@ -305,13 +333,13 @@ local function find_best(keys, args)
     end
     depth = depth + batch
   end
-  return {best or '', tostring(best_score), truncated}
+  return {best or '', tostring(best_score), truncated, invalid}
 end
 
 -- One page of live instances.
 -- KEYS: instances set
 -- ARGV: prefix, cursor, count
--- Returns {next cursor ('0': done), id, profile, status, load, capacity, lastSeen, ...}.
+-- Returns {next cursor ('0': done), id, FIELDS..., id, FIELDS..., ...}.
 local function list(keys, args)
   local scan = read('SSCAN', keys[1], args[2], 'COUNT', page(args[3]))
   if not scan then return {'0'} end
@@ -321,7 +349,7 @@ end
 -- One page of the available instances with one capability, best proficiency first.
 -- KEYS: capability sorted set
 -- ARGV: prefix, offset, count
--- Returns {next offset (0: done), id, profile, status, load, capacity, lastSeen, ...}.
+-- Returns {next offset (0: done), id, FIELDS..., ...} (the caller weighs by trust).
 local function find_all(keys, args)
   local offset, count = math.max(0, tonumber(args[2]) or 0), page(args[3])
   local ids = read('ZREVRANGE', keys[1], offset, offset + count - 1) or {}
@@ -331,7 +359,7 @@ local function find_all(keys, args)
 end
 
 -- KEYS: inst hash
--- Returns {profile, status, load, capacity, lastSeen} (see row), or an empty list.
+-- Returns the instance's FIELDS (see row), or an empty list.
 local function get(keys, args)
   return row(keys[1]) or {}
 end

@@ -6,13 +6,16 @@ unless its profile decodes, its id is a valid name, the profile's ``agentId`` is
 id, its ``name`` is the agent name the id starts with (so an agent's Redis user, which
 may write only hashes of ids starting with its own name, cannot pass off an instance of
 another agent), every capability id follows ``CAPABILITY_ID_PATTERN``, its status,
-load and capacity are what a heartbeat writes, and it is within the size bounds of
+load and capacity are what a heartbeat writes, its trust (when it publishes one) is a
+plain decimal in [0, 1], and it is within the size bounds of
 ``discovery.limits`` (the registry's functions answer an entry over the byte bounds with
 its size instead of its bytes).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 
 import msgspec
@@ -22,7 +25,17 @@ from bus.subjects import instance_agent, is_name
 from .limits import MAX_FIELD_BYTES, EntryTooLarge, check_limits, check_size
 from .profile import STATUSES, AgentProfile, AgentStatus, validate_capability_id
 
-__all__ = ["DECODE_ERRORS", "MAX_COUNTER", "Invalid", "check_profile", "parse_instance", "text"]
+__all__ = [
+    "DECODE_ERRORS",
+    "FIELDS",
+    "MAX_COUNTER",
+    "TRUST_PATTERN",
+    "Invalid",
+    "check_profile",
+    "parse_instance",
+    "text",
+    "trust",
+]
 
 DECODE_ERRORS = (msgspec.MsgspecError, ValueError, TypeError, RecursionError)
 """What decoding foreign bytes may raise: malformed or mistyped JSON, invalid UTF-8
@@ -31,6 +44,13 @@ DECODE_ERRORS = (msgspec.MsgspecError, ValueError, TypeError, RecursionError)
 _profile_decoder = msgspec.json.Decoder(AgentProfile)
 MAX_COUNTER = 2**53
 """Load and capacity above this are not a real instance's."""
+FIELDS = 6
+"""Fields of one instance in a reply of the registry's functions: profile, status, load,
+capacity, lastSeen, trust."""
+TRUST_PATTERN = r"[0-9.]+"
+"""A stored trust value: digits and a point only (no sign, exponent, NaN, infinity, hex or
+space), as the writer formats it and as the server-side search accepts it."""
+_TRUST = re.compile(TRUST_PATTERN)
 
 
 class Invalid(ValueError):
@@ -68,6 +88,22 @@ def counter(value: str | bytes | int | None, kind: str) -> int:
     return number
 
 
+def trust(value: str | bytes | int | None, kind: str = "trust") -> float | None:
+    """A stored trust field (missing: None, the instance publishes none), or Invalid(kind)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) and len(value) > MAX_FIELD_BYTES:
+        raise Invalid(kind, f"{len(value):,} bytes")
+    raw = text(value, kind)
+    try:
+        number = float(raw) if _TRUST.fullmatch(raw) else math.nan
+    except ValueError:  # more than one point
+        number = math.nan
+    if not 0.0 <= number <= 1.0:  # NaN fails too
+        raise Invalid(kind, f"not a trust score in [0, 1]: {value!r:.40}")
+    return number
+
+
 def check_profile(profile: AgentProfile, agent_id: str) -> None:
     """Raise Invalid unless ``profile`` may stand for the instance ``agent_id``."""
     if not is_name(agent_id):
@@ -90,15 +126,15 @@ def check_profile(profile: AgentProfile, agent_id: str) -> None:
 def parse_instance(
     agent_id: str | bytes | int | None, fields: Sequence[str | bytes | int | None]
 ) -> AgentProfile:
-    """An instance from its id and hash fields (profile, status, load, capacity, lastSeen).
+    """An instance from its id and hash fields (profile, status, load, capacity, lastSeen, trust).
 
     Raises:
         Invalid: any field fails validation (the kind says which).
     """
     instance = text(agent_id, "id")
-    if len(fields) != 5:
+    if len(fields) != FIELDS:
         raise Invalid("profile", f"{instance}: {len(fields)} fields")
-    profile_json, status, load, capacity, last_seen = fields
+    profile_json, status, load, capacity, last_seen, trusted = fields
     if profile_json is None:
         raise Invalid("profile", f"{instance}: no profile")
     if isinstance(profile_json, int):  # the registry's functions send an oversized entry's size
@@ -119,6 +155,7 @@ def parse_instance(
     profile.load = counter(load, "load")
     profile.capacity = counter(capacity, "load")
     profile.last_seen = counter(last_seen, "load")
+    profile.trust = trust(trusted)  # the hash field, not what the profile JSON may claim
     return profile
 
 

@@ -17,7 +17,9 @@ __all__ = [
     "AgentProfile",
     "AgentStatus",
     "CapabilityCategory",
+    "CardSignature",
     "Resources",
+    "Trust",
     "validate_capability_id",
 ]
 
@@ -40,6 +42,13 @@ def validate_capability_id(cap_id: object) -> str:
 
 
 CapabilityCategory = Literal["code", "analysis", "search", "browser", "shell", "custom"]
+
+CardSignature = Literal["verified", "unsigned", "invalid"]
+"""What checking an external agent's card signature gave: it verified, the card carried
+none, or it carried one that failed to verify."""
+
+Trust = Annotated[float, Meta(ge=0.0, le=1.0)]
+"""A trust score (``discovery.trust``): 1 is an agent of the deployment, lower is less trusted."""
 
 
 class Resources(Wire):
@@ -80,6 +89,11 @@ class AgentProfile(Wire):
     capacity: int = 0
     """Requests the instance runs at once; at ``load >= capacity`` it reports busy."""
     metadata: dict[str, Any] | None = None
+    trust: Trust | None = None
+    """The trust score the instance publishes with each heartbeat (an external agent's proxy);
+    None for agents of the deployment, which routing trusts as 1."""
+    card_signature: CardSignature | None = None
+    """For an external agent: whether its agent card's signature verified (as its proxy reports)."""
 
     def proficiencies(self) -> dict[str, float]:
         return {c.id: c.proficiency for c in self.capabilities}

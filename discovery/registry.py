@@ -7,7 +7,6 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -16,14 +15,17 @@ from redis.asyncio.client import PubSub
 from redis.client import NEVER_DECODE
 
 from bus.rejects import Rejects
-from bus.subjects import is_name, validate_name
+from bus.subjects import is_name
 
 from ._library import call_with_library
+from ._records import Candidate, InstanceState, RegistryKeys, trust_arg
 from ._scripts import FUNCTIONS, MAX_PAGE, MAX_QUERY
-from ._validate import Invalid, parse_instance, text
+from ._validate import FIELDS, Invalid, parse_instance, text
 from .errors import redis_errors
 from .limits import check_limits, check_size
-from .profile import AgentProfile, AgentStatus
+from .profile import AgentProfile
+from .scoring import routable, trust_weight
+from .trust import DEFAULT_TRUST_FLOOR, check_floor
 
 __all__ = ["Candidate", "InstanceState", "Registry", "RegistryKeys"]
 
@@ -35,45 +37,12 @@ MAX_LIST_PAGES = 1000
 MAX_SWEEP_PAGES = 64
 """Pages one :meth:`Registry.sweep` prunes at most; the next sweep goes on where it stopped."""
 _WARN_EVERY = 10.0
+_MAX_COUNTED = 1024
+"""Invalid trust fields one search reports at most (it scores at most 1,024 instances)."""
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-class RegistryKeys:
-    """Redis key names of one namespace (see ``discovery._scripts`` for the layout)."""
-
-    def __init__(self, namespace: str) -> None:
-        validate_name("namespace", namespace)
-        self.prefix = f"a2a:{{{namespace}}}:"
-        self.instances = self.prefix + "instances"
-        self.capsof = self.prefix + "capsof"
-        self.events = self.prefix + "events"
-
-    def instance(self, agent_id: str) -> str:
-        return f"{self.prefix}inst:{agent_id}"
-
-    def capability(self, cap_id: str) -> str:
-        return f"{self.prefix}cap:{cap_id}"
-
-
-@dataclass(frozen=True, slots=True)
-class InstanceState:
-    """What a heartbeat reports for one instance."""
-
-    agent_id: str
-    status: AgentStatus
-    load: int
-    capacity: int
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """The best instance for a set of capabilities, and its match score."""
-
-    agent_id: str
-    score: float
 
 
 def _done(cursor: object) -> bool:
@@ -96,6 +65,10 @@ class Registry:
     instance's hash altered reports the instance as lost, so the caller's
     re-registration restores it.
 
+    Routing by capability (:meth:`find_best_agent`, :meth:`find_agents_with_capability`)
+    weighs each instance's match score by its published trust (1 when it publishes
+    none) and skips instances trusted less than ``trust_floor`` (``discovery.scoring``).
+
     All methods raise :class:`bus.errors.Unavailable` when Redis cannot be reached or
     the library is missing and this user may not load it.
     """
@@ -107,8 +80,10 @@ class Registry:
         namespace: str = "default",
         heartbeat_interval: float = 1.0,
         missed_heartbeats: int = 3,
+        trust_floor: float = DEFAULT_TRUST_FLOOR,
     ) -> None:
         self.redis = redis
+        self.trust_floor = check_floor(trust_floor)
         self.namespace = namespace
         self.keys = RegistryKeys(namespace)
         self.heartbeat_interval = heartbeat_interval
@@ -174,13 +149,15 @@ class Registry:
         calls = []
         for profile in profiles:
             check_limits(profile)
-            static = msgspec.structs.replace(profile, status="available", load=0, capacity=0, last_seen=0)
+            static = msgspec.structs.replace(
+                profile, status="available", load=0, capacity=0, last_seen=0, trust=None
+            )
             profile_json = _profile_encoder.encode(static).decode()
             check_size(profile.agent_id, len(profile_json))
             caps_json = _profile_encoder.encode(profile.proficiencies()).decode()
             keys = [self.keys.instance(profile.agent_id), self.keys.instances, self.keys.capsof]
             args = [self.keys.prefix, profile.agent_id, self._ttl_ms, profile.name, profile.status]
-            args += [profile.load, profile.capacity, now, profile_json, caps_json]
+            args += [profile.load, profile.capacity, now, profile_json, caps_json, trust_arg(profile.trust)]
             calls.append((keys, args))
             self._remember(profile.agent_id, profile.name, profile_json + caps_json)
         with redis_errors("register"):
@@ -200,7 +177,7 @@ class Registry:
         for s in states:
             name, fingerprint = self._fingerprints.get(s.agent_id, ("", ""))
             args = [self.keys.prefix, s.agent_id, self._ttl_ms, s.status, s.load, s.capacity, now]
-            calls.append(([self.keys.instance(s.agent_id)], [*args, name, fingerprint]))
+            calls.append(([self.keys.instance(s.agent_id)], [*args, name, fingerprint, trust_arg(s.trust)]))
         with redis_errors("heartbeat"):
             results = await self._pipelined("heartbeat", calls)
         return [s.agent_id for s, ok in zip(states, results, strict=True) if not ok]
@@ -212,17 +189,21 @@ class Registry:
         with redis_errors("deregister"):
             await self._pipelined("deregister", [(keys, [self.keys.prefix, agent_id])])
 
-    async def find_best_agent(self, capabilities: Sequence[str]) -> Candidate | None:
-        """The available instance with the highest mean proficiency over ``capabilities``.
+    async def find_best_agent(
+        self, capabilities: Sequence[str], *, trust_floor: float | None = None
+    ) -> Candidate | None:
+        """The available instance with the highest mean proficiency over ``capabilities`` times trust.
 
-        Busy and offline instances are skipped; ties go to the lower load. One round
-        trip (a server-side function) whatever the registry's size: it scores at most
-        1,024 instances, so sorted sets padded with entries of no live instance give the
-        best found among those (with a warning). None when no live instance offers any
-        of the capabilities. It only reads: expired ids are pruned by :meth:`sweep`.
+        Busy and offline instances are skipped, and so are instances trusted less than
+        ``trust_floor`` (default: the registry's) or whose trust field is invalid (counted
+        in :attr:`rejected`); ties go to the lower load. One round trip (a server-side
+        function) whatever the registry's size: it scores at most 1,024 instances, so
+        sorted sets padded with entries of no live instance give the best found among
+        those (with a warning). None when no live instance offers any of the
+        capabilities. It only reads: expired ids are pruned by :meth:`sweep`.
 
         Raises:
-            ValueError: more than 16 capabilities.
+            ValueError: more than 16 capabilities, or a floor outside [0, 1].
         """
         if not capabilities:
             return None
@@ -230,9 +211,14 @@ class Registry:
             raise ValueError(
                 f"find_best_agent takes at most {MAX_QUERY} capabilities, got {len(capabilities)}"
             )
+        floor = self.trust_floor if trust_floor is None else check_floor(trust_floor)
         with redis_errors("find_best_agent"):
-            found = await self._read("find_best", [self.keys.instances], [self.keys.prefix, *capabilities])
+            found = await self._read(
+                "find_best", [self.keys.instances], [self.keys.prefix, floor, *capabilities]
+            )
         try:
+            for _ in range(min(int(found[3]), _MAX_COUNTED)):
+                self.rejects("trust", "an instance with an invalid trust field, skipped by find_best_agent")
             if found[2]:
                 self._warn_bounded("registry search stopped early: capability sets hold many stale entries")
             if not found[0]:
@@ -245,11 +231,27 @@ class Registry:
             return None
         return Candidate(agent_id=agent_id, score=score)
 
-    async def find_agents_with_capability(self, capability: str) -> list[AgentProfile]:
-        """Every available instance offering ``capability``, best proficiency first.
+    async def find_agents_with_capability(
+        self, capability: str, *, trust_floor: float | None = None
+    ) -> list[AgentProfile]:
+        """Every available instance offering ``capability`` and trusted at least ``trust_floor``.
 
-        Read a page at a time; at most ``MAX_LIST_PAGES`` pages (with a warning).
+        Best proficiency times trust first (equal ones by proficiency). ``trust_floor``
+        defaults to the registry's. Read a page at a time; at most ``MAX_LIST_PAGES``
+        pages (with a warning).
         """
+        floor = self.trust_floor if trust_floor is None else check_floor(trust_floor)
+        found = await self._with_capability(capability)
+        weighed = [
+            (p.proficiencies().get(capability, 0.0) * trust_weight(p.trust), p)
+            for p in found
+            if routable(p.trust, floor)
+        ]
+        weighed.sort(key=lambda pair: -pair[0])  # stable: the server's order among equals
+        return [p for _, p in weighed]
+
+    async def _with_capability(self, capability: str) -> list[AgentProfile]:
+        """Every available instance offering ``capability``, best proficiency first (no trust)."""
         profiles: list[AgentProfile] = []
         offset: object = 0
         with redis_errors("find_agents_with_capability"):
@@ -349,13 +351,13 @@ class Registry:
         self._fingerprints[agent_id] = (name, hashlib.sha1(written.encode()).hexdigest())
 
     def _profiles(self, flat: object) -> list[AgentProfile]:
-        """Valid profiles of a flat answer: id, profile, status, load, capacity, lastSeen, ..."""
+        """Valid profiles of a flat answer: id, then its ``FIELDS`` fields, for each instance."""
         if not isinstance(flat, list):
             self.rejects("reply", f"expected a list, got {type(flat).__name__}")
             return []
         profiles = []
-        for i in range(0, len(flat) - 5, 6):
-            profile = self._parse(flat[i], flat[i + 1 : i + 6])
+        for i in range(0, len(flat) - FIELDS, FIELDS + 1):
+            profile = self._parse(flat[i], flat[i + 1 : i + 1 + FIELDS])
             if profile is not None:
                 profiles.append(profile)
         return profiles

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.table import Table
 
-from discovery import Registry
+from discovery import AgentProfile, Registry
 from transports import TransportError
 
 from ..core.settings import connect_nats
@@ -29,22 +29,42 @@ __all__ = [
 ]
 
 
+_SIGNATURE_MARKS = {"verified": " ✓", "unsigned": " ○", "invalid": " ✗"}
+_TRUST_LEGEND = (
+    "trust: of external agents, as their proxy publishes it (- an agent of the deployment, trusted as 1); "
+    "card signature ✓ verified, ○ unsigned, ✗ failed to verify; red: under the routing floor {floor:g}"
+)
+
+
+def _trust_cell(profile: AgentProfile, floor: float) -> str:
+    """``-`` for an agent of the deployment, else the trust score and the card signature state."""
+    if profile.trust is None:
+        return "-"
+    text = f"{profile.trust:.2f}{_SIGNATURE_MARKS.get(profile.card_signature or '', '')}"
+    return f"[red]{text}[/]" if profile.trust < floor else text
+
+
 def cmd_agents(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if not settings.redis_url:
         raise CommandError("needs a registry: set REDIS_URL or --redis-url", status=2)
 
-    async def fetch() -> list[Any]:
-        registry = Registry.from_url(settings.redis_url or "", namespace=settings.namespace)
+    async def fetch() -> tuple[list[AgentProfile], float]:
+        registry = Registry.from_url(
+            settings.redis_url or "", namespace=settings.namespace, trust_floor=settings.trust_floor
+        )
         try:
-            return await registry.list_agents()
+            return await registry.list_agents(), registry.trust_floor
         finally:
             await registry.aclose()
 
-    profiles = run_interruptibly(fetch)
+    profiles, floor = run_interruptibly(fetch)
     table = Table(title=f"Agents in namespace {settings.namespace!r}", title_justify="left")
-    for column in ("name", "instance", "capabilities", "status", "load", "last heartbeat"):
+    for column in ("name", "instance", "capabilities", "status", "load", "trust", "last heartbeat"):
         table.add_column(column)
+    if any(p.trust is not None for p in profiles):
+        table.caption = _TRUST_LEGEND.format(floor=floor)
+        table.caption_justify = "left"
     now = time.time() * 1000
     for p in sorted(profiles, key=lambda p: (p.name, p.agent_id)):
         caps = ", ".join(f"{c.id}({c.proficiency:g})" for c in p.capabilities)
@@ -55,6 +75,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
             caps,
             f"[{style}]{p.status}[/]",
             f"{p.load}/{p.capacity}",
+            _trust_cell(p, floor),
             f"{(now - p.last_seen) / 1000:.1f} s ago",
         )
     console.print(table)
@@ -69,7 +90,9 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise CommandError("needs the history store: set REDIS_URL or --redis-url", status=2)
 
     async def fetch() -> tuple[Any, ...]:
-        registry = Registry.from_url(settings.redis_url or "", namespace=settings.namespace)
+        registry = Registry.from_url(
+            settings.redis_url or "", namespace=settings.namespace, trust_floor=settings.trust_floor
+        )
         try:
             store = HistoryStore(registry.redis, settings.namespace)
             return (

@@ -14,6 +14,7 @@ from bus.errors import InvalidParams
 from bus.subjects import validate_name
 from discovery import check_limits
 from discovery.profile import AgentCapability, AgentProfile, validate_capability_id
+from discovery.trust import TrustTracker
 
 from .context import Context
 
@@ -100,8 +101,11 @@ class Agent:
         max_queue: int = 1000,
         metadata: Mapping[str, Any] | None = None,
         lifespan: Lifespan | None = None,
+        trust: TrustTracker | None = None,
     ) -> None:
         self.name = validate_name("agent name", name)
+        self.trust = trust
+        """For an agent forwarding to an external peer: its tracker; every heartbeat publishes its score."""
         self.description = description
         self.version = version
         self.capabilities = [_capability(c) for c in capabilities]

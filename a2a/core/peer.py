@@ -22,11 +22,13 @@ the remote task, signal the process) before re-raising.
 from __future__ import annotations
 
 import abc
+import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 from discovery.profile import AgentCapability
+from discovery.trust import TrustTracker
 
 from .agent import Agent
 from .context import Context
@@ -69,6 +71,7 @@ def peer_agent(
     max_concurrency: int = 32,
     max_queue: int = 1000,
     metadata: Mapping[str, Any] | None = None,
+    trust: TrustTracker | None = None,
 ) -> Agent:
     """An :class:`Agent` whose actions are served by ``peer``.
 
@@ -79,6 +82,10 @@ def peer_agent(
             knows) and unknown ones fail at the peer.
         max_concurrency: calls forwarded at once; a peer that takes one call at a time
             (a single process) sets 1.
+        trust: for a peer outside the deployment: every forwarded call's outcome and
+            latency feed it, and the instance publishes its score with each heartbeat
+            (routing by capability weighs by it and skips peers under the floor).
+            Withdrawn and cancelled calls do not count.
     """
     agent = Agent(
         name,
@@ -88,10 +95,22 @@ def peer_agent(
         max_queue=max_queue,
         metadata=metadata,
         lifespan=lambda: peer,
+        trust=trust,
     )
 
     async def forward(ctx: Context, params: dict[str, Any]) -> Any:
-        return await peer.invoke(ctx, ctx.action, params)
+        if trust is None:
+            return await peer.invoke(ctx, ctx.action, params)
+        start = time.monotonic()
+        try:
+            result = await peer.invoke(ctx, ctx.action, params)
+        except Exception:
+            now = time.monotonic()
+            trust.record(False, now - start, now)
+            raise
+        now = time.monotonic()
+        trust.record(True, now - start, now)
+        return result
 
     if actions is None:
         agent.forward_unknown(forward)

@@ -59,7 +59,7 @@ class Presence:
         """A host's status changed: update the view now, the registry within a moment."""
         if self.view is not None:
             state = host.state()
-            self.view.set_state(state.agent_id, state.status, state.load, state.capacity)
+            self.view.set_state(state.agent_id, state.status, state.load, state.capacity, state.trust)
         self._changed.set()
 
     async def deregister(self, hosts: Sequence[AgentHost]) -> None:

@@ -146,12 +146,15 @@ class Runtime:
         stack.push_async_callback(_shielded, self._transport.aclose)
         if self.registry is None and s.redis_url:
             self.registry = Registry.from_url(
-                s.redis_url, namespace=s.namespace, heartbeat_interval=s.heartbeat_interval
+                s.redis_url,
+                namespace=s.namespace,
+                heartbeat_interval=s.heartbeat_interval,
+                trust_floor=s.trust_floor,
             )
         if self.registry is not None:
             stack.push_async_callback(_shielded, self.registry.aclose)
             self.history = HistoryStore(self.registry.redis, s.namespace, redactor=self.redactor)
-            self.view = LocalView(self.registry)
+            self.view = LocalView(self.registry, trust_floor=s.trust_floor)
         self.bus = bus = Bus(
             self._transport,
             namespace=s.namespace,
@@ -328,8 +331,14 @@ class Runtime:
         conversation_id: str | None = None,
         priority: Priority | None = None,
         budget: int | None = None,
+        correlation_id: str | None = None,
     ) -> ResponseEnvelope:
-        """Like :meth:`call`, returning the whole response envelope (usage, hop, ids)."""
+        """Like :meth:`call`, returning the whole response envelope (usage, hop, ids).
+
+        ``correlation_id`` names the call (a new random id by default): an entry point that
+        keeps its own id for the call (the A2A gateway's task id) finds its hops in the
+        audit records by it (their ``parentId``). It must be unguessable.
+        """
         return await self.calls.request(
             target,
             action,
@@ -339,6 +348,7 @@ class Runtime:
             conversation_id=conversation_id,
             priority=priority,
             budget=budget,
+            correlation_id=correlation_id,
         )
 
     async def notify(

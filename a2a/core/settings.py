@@ -48,6 +48,7 @@ ENVIRONMENT: dict[str, str] = {
     "REDIS_URL": "redis_url",
     "A2A_NAMESPACE": "namespace",
     "A2A_HEARTBEAT_INTERVAL": "heartbeat_interval",
+    "A2A_TRUST_FLOOR": "trust_floor",
     "A2A_TIMEOUT": "default_timeout",
     "A2A_MAX_HOPS": "max_hops",
     "A2A_MAX_DEPTH": "max_depth",
@@ -83,6 +84,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Registry server; None runs without a registry (routing by name only)."""
     namespace: str = "default"
     heartbeat_interval: float = 1.0
+    trust_floor: float = 0.2
+    """Routing by capability skips instances whose published trust is under this (0..1)."""
     default_timeout: float = DEFAULT_TTL_MS / 1000
     max_hops: int = DEFAULT_MAX_HOPS
     max_depth: int = DEFAULT_MAX_DEPTH
@@ -279,6 +282,9 @@ def _check_int(field: str, value: object, low: int, high: int) -> None:
 
 
 def _check_numbers(s: Settings) -> None:
+    floor = s.trust_floor
+    if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0.0 <= floor <= 1.0:
+        raise SettingError("trust_floor", f"must be a number from 0 to 1; got {floor!r}")
     for field in ("heartbeat_interval", "default_timeout", "connect_timeout", "max_ttl"):
         _check_seconds(field, getattr(s, field))
     _check_int("max_hops", s.max_hops, 1, _MAX_COUNT)

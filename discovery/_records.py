@@ -1,0 +1,61 @@
+"""What the registry's operations take and give besides profiles: key names, heartbeat states, candidates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bus.subjects import validate_name
+
+from .profile import AgentStatus
+from .trust import check_trust
+
+__all__ = ["Candidate", "InstanceState", "RegistryKeys", "trust_arg"]
+
+
+def trust_arg(trust: float | None) -> str:
+    """A trust score as the registry's functions store it ('' for none): a plain decimal."""
+    return "" if trust is None else f"{check_trust(trust):.6f}"
+
+
+class RegistryKeys:
+    """Redis key names of one namespace (see ``discovery._scripts`` for the layout)."""
+
+    def __init__(self, namespace: str) -> None:
+        validate_name("namespace", namespace)
+        self.prefix = f"a2a:{{{namespace}}}:"
+        self.instances = self.prefix + "instances"
+        self.capsof = self.prefix + "capsof"
+        self.events = self.prefix + "events"
+
+    def instance(self, agent_id: str) -> str:
+        return f"{self.prefix}inst:{agent_id}"
+
+    def capability(self, cap_id: str) -> str:
+        return f"{self.prefix}cap:{cap_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceState:
+    """What a heartbeat reports for one instance.
+
+    ``trust``: the score an external agent's proxy publishes (``discovery.trust``); None
+    for agents of the deployment. A value outside [0, 1] raises ValueError here.
+    """
+
+    agent_id: str
+    status: AgentStatus
+    load: int
+    capacity: int
+    trust: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.trust is not None:
+            check_trust(self.trust)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """The best instance for a set of capabilities, and its match score times its trust."""
+
+    agent_id: str
+    score: float
