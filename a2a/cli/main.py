@@ -38,6 +38,7 @@ from .common import (
     seconds,
     subject_token,
 )
+from .gateway import add_gateway_parser
 from .info import (
     cmd_agents,
     cmd_audit,
@@ -123,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _connection_options(p)
     p.set_defaults(func=cmd_serve)
+
+    add_gateway_parser(sub, common, _connection_options)
 
     p = sub.add_parser(
         "agents", parents=common, help="list the registry: instances, capabilities, status, load"
@@ -222,6 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=integer(1, 1000), default=3, help="alternating raw/runtime rounds")
     p.add_argument("--memory-calls", type=integer(1, 100_000_000), default=100_000)
     p.add_argument("--quick", action="store_true", help="a short run (about 30 s) for a first look")
+    p.add_argument(
+        "--gateway",
+        action="store_true",
+        help="instead: the A2A gateway's SendMessage against the official SDK's server (source checkout)",
+    )
     p.add_argument("--nats-url", type=nats_url, help="use this server instead of an embedded one")
     p.add_argument("--redis-url", type=redis_url, help="use this server instead of an embedded one")
     p.set_defaults(func=cmd_bench)

@@ -107,6 +107,10 @@ CLIENT_COMMANDS = tuple(
     dict.fromkeys((*_CONNECTION, *_READ_FUNCTIONS, *_REGISTRY_READS, *_HISTORY, "subscribe", "unsubscribe"))
 )
 """A runtime that hosts no agent: it follows the registry and keeps history, never registers."""
+GATEWAY_USER = "gateway"
+_TASKS = ("set", "get", "mget", "zadd", "zcard", "zrevrange", "zremrangebyscore", "pexpire", "exists", "del")
+GATEWAY_COMMANDS = tuple(dict.fromkeys((*CLIENT_COMMANDS, *_TASKS, "publish")))
+"""A client that also keeps A2A tasks (``a2a.gateway.tasks``) and shares them with its replicas."""
 
 INSTANCE_SUFFIX = "[0-9a-f]" * 8
 """Glob of the 8 hex digits that end the instance ids the runtime makes (``reader-1a2b3c4d``)."""
@@ -149,6 +153,14 @@ def client_rules(namespace: str) -> list[str]:
     return [*_commands(CLIENT_COMMANDS), f"%R~{p}*", f"~{p}conv:*", f"~{p}active:*", f"&{keys.events}"]
 
 
+def gateway_rules(namespace: str) -> list[str]:
+    """ACL rules of the A2A gateway: a client's, plus its tasks, replica keys and task channels."""
+    p = RegistryKeys(namespace).prefix
+    rules = client_rules(namespace)
+    rules[0 : len(_commands(CLIENT_COMMANDS))] = _commands(GATEWAY_COMMANDS)
+    return [*rules, f"~{p}task:*", f"~{p}tasks:*", f"~{p}gw:*", f"&{p}task-events:*", f"&{p}gw-cancel"]
+
+
 def _password(user: str, passwords: Mapping[str, str]) -> str:
     variable = password_variable(user)
     password = passwords.get(variable)
@@ -175,7 +187,9 @@ def render_acl(
     """
     env = os.environ if passwords is None else passwords
     users = [(agent, agent_rules(agent, namespace)) for agent in sorted(roster.agents)]
-    users += [(validate_name("client user", c), client_rules(namespace)) for c in clients]
+    for c in clients:
+        rules = gateway_rules(namespace) if c == GATEWAY_USER else client_rules(namespace)
+        users.append((validate_name("client user", c), rules))
     if admin:
         users.append((validate_name("admin user", admin), ["~*", "&*", "+@all"]))
     lines = ["user default reset off"]

@@ -127,7 +127,14 @@ class AgentHost:
         return dataclasses.replace(self._stats, repeated=repeated)
 
     def state(self) -> InstanceState:
-        return InstanceState(self.instance_id, self.status, self.load, self.agent.max_concurrency)
+        return InstanceState(
+            self.instance_id, self.status, self.load, self.agent.max_concurrency, trust=self._trust()
+        )
+
+    def _trust(self) -> float | None:
+        """The score an external agent's proxy publishes; None for agents of the deployment."""
+        tracker = self.agent.trust
+        return None if tracker is None else tracker.score(time.monotonic())
 
     def profile(self) -> AgentProfile:
         agent = self.agent
@@ -141,7 +148,14 @@ class AgentHost:
             last_seen=int(time.time() * 1000),
             load=self.load,
             capacity=agent.max_concurrency,
-            metadata={"runtime": self._runtime_id, "actions": sorted(agent.actions), **agent.metadata},
+            trust=self._trust(),
+            card_signature=None if agent.trust is None else agent.trust.signature,
+            metadata={
+                "runtime": self._runtime_id,
+                "actions": sorted(agent.actions),
+                **_action_specs(agent),
+                **agent.metadata,
+            },
         )
 
     def _busy_changed(self, busy: bool) -> None:
@@ -337,3 +351,21 @@ class AgentHost:
             stats.cancelled += 1
         else:
             stats.failed += 1
+
+
+def _action_specs(agent: Agent) -> dict[str, Any]:
+    """``actionSpecs``: each action's description and input schema, for those that have one.
+
+    Entry points that describe agents to other protocols (the A2A gateway's agent cards)
+    read them from the registry; actions with neither are listed in ``actions`` only.
+    """
+    specs: dict[str, Any] = {}
+    for name, action in agent.actions.items():
+        spec: dict[str, Any] = {}
+        if action.description:
+            spec["description"] = action.description
+        if action.input_schema is not None:
+            spec["inputSchema"] = dict(action.input_schema)
+        if spec:
+            specs[name] = spec
+    return {"actionSpecs": specs} if specs else {}

@@ -24,7 +24,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import msgspec
@@ -45,6 +45,7 @@ __all__ = ["ENVIRONMENT", "NO_TRACE", "Telemetry", "Trace"]
 log = logging.getLogger("a2a.telemetry")
 
 _propagator = TraceContextTextMapPropagator()
+_TRACE_HEADERS = frozenset({"traceparent", "tracestate"})
 _PAYLOAD_LIMIT = 4096
 
 
@@ -192,6 +193,20 @@ class Telemetry:
             kind=SpanKind.CONSUMER,
             record_exception=False,
             set_status_on_exception=False,
+        )
+
+    def server_span(self, name: str, headers: Mapping[str, str]) -> AbstractContextManager[Span | None]:
+        """A span for a request that came in over HTTP, a child of the client's ``traceparent``.
+
+        Calls made inside it (and tasks started inside it) continue the client's trace, so
+        one trace runs from an HTTP client to the deepest agent. A no-op when tracing is off.
+        """
+        if self._tracer is None:
+            return nullcontext()
+        carrier = {k.lower(): v for k, v in headers.items() if k.lower() in _TRACE_HEADERS}
+        parent = _propagator.extract(carrier)
+        return self._tracer.start_as_current_span(
+            name, context=parent, kind=SpanKind.SERVER, record_exception=False, set_status_on_exception=False
         )
 
     def headers(self) -> dict[str, str]:

@@ -1,0 +1,95 @@
+"""``a2a gateway``: serve the bus's agents to A2A clients over HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..core.runtime import Runtime
+from ..core.settings import Settings
+from .common import CommandError, seconds, settings_from
+
+__all__ = ["add_gateway_parser", "cmd_gateway"]
+
+
+def add_gateway_parser(
+    sub: Any,
+    parents: Sequence[argparse.ArgumentParser],
+    connection_options: object,
+) -> None:
+    p = sub.add_parser(
+        "gateway",
+        parents=parents,
+        help="serve the bus's agents to A2A clients (HTTP, A2A protocol 1.0 and 0.3)",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
+    p.add_argument("--public-url", help="base URL clients reach the gateway at, written into agent cards")
+    p.add_argument("--api-keys", type=Path, help="YAML file: user -> API key(s) (clear or sha256:<hex>)")
+    p.add_argument("--jwt-key", type=Path, help="PEM public key that signs bearer JWTs")
+    p.add_argument("--jwt-secret", type=Path, help="file holding the HMAC secret of bearer JWTs")
+    p.add_argument("--jwks", type=Path, help="JWKS file with the keys that sign bearer JWTs")
+    p.add_argument("--jwt-audience", help="required 'aud' of bearer JWTs")
+    p.add_argument("--jwt-issuer", help="required 'iss' of bearer JWTs")
+    p.add_argument(
+        "--timeout", type=seconds, default=60.0, help="a call's deadline when the client gives none"
+    )
+    p.add_argument("--max-timeout", type=seconds, default=600.0, help="the most a client may ask for")
+    assert callable(connection_options)
+    connection_options(p)
+    p.set_defaults(func=cmd_gateway)
+
+
+def cmd_gateway(args: argparse.Namespace) -> int:
+    from ..gateway import Authenticator, GatewayConfig, JwtConfig, serve_gateway
+
+    if not 0 <= args.port <= 65535:
+        raise CommandError("--port must be between 0 and 65535", status=2)
+    settings = settings_from(args)
+    jwt = None
+    if args.jwt_key or args.jwt_secret or args.jwks:
+        jwt = JwtConfig(
+            key_file=args.jwt_key,
+            secret_file=args.jwt_secret,
+            jwks_file=args.jwks,
+            audience=args.jwt_audience,
+            issuer=args.jwt_issuer,
+        )
+    auth = Authenticator.from_files(args.api_keys, jwt)  # ValueError: exit 2, naming the file
+    if auth.open:
+        logging.getLogger("a2a").warning(
+            "no --api-keys or JWT key: the gateway is open and every request acts for 'anonymous'"
+        )
+    config = GatewayConfig(
+        public_url=args.public_url, default_timeout=args.timeout, max_timeout=args.max_timeout
+    )
+
+    async def run(settings: Settings) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with Runtime(settings) as runtime, anyio.create_task_group() as tg:
+                port = await tg.start(
+                    lambda task_status: serve_gateway(
+                        runtime,
+                        host=args.host,
+                        port=args.port,
+                        config=config,
+                        auth=auth,
+                        task_status=task_status,
+                    )
+                )
+                print(
+                    f"A2A gateway on http://{args.host}:{port}/ (card: /.well-known/agent-card.json)",
+                    flush=True,
+                )
+                async for _ in signals:
+                    break
+                tg.cancel_scope.cancel()
+
+    anyio.run(run, settings)
+    return 0

@@ -1,0 +1,250 @@
+"""The gateway: an ASGI app (Starlette, served by uvicorn) over a runtime connected to the bus.
+
+Endpoints (``<base>`` is the gateway's root, or ``<base>/agents/<name>`` for one agent):
+
+    GET  /.well-known/agent-card.json                 the gateway's card
+    GET  /agents/<name>/.well-known/agent-card.json   an agent's card (404 when none is live)
+    POST <base>                                       JSON-RPC, 1.0 and 0.3 method names
+    POST <base>/message:send | message:stream         HTTP+JSON 1.0
+    GET  <base>/tasks/<id> | /tasks                   ...and the rest of the 1.0 routes
+    GET  /healthz                                     liveness
+
+Run it with :func:`serve_gateway` (or ``a2a gateway``); :func:`create_app` gives the bare
+ASGI app for another server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import anyio.abc
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from bus.subjects import validate_name
+from discovery.profile import AgentProfile
+from transports import Message as BusMessage
+from transports.a2a_http.jsonrpc import Operation
+from transports.a2a_http.rest import ROUTES_V1
+
+from ..core.runtime import Runtime
+from ..stores.audit import decode_records
+from .auth import Authenticator
+from .cards import agent_card, card_body, gateway_card, profiles_by_name
+from .config import GatewayConfig
+from .http_common import Served
+from .http_jsonrpc import handle_jsonrpc
+from .http_rest import handle_rest
+from .service import GatewayService
+from .tasks import TaskStore
+
+__all__ = ["create_app", "serve_gateway"]
+
+log = logging.getLogger("a2a.gateway")
+
+MAX_BODY = 1 << 20
+"""Bytes of one request body."""
+
+
+def _profiles(runtime: Runtime) -> list[AgentProfile]:
+    view = runtime.view
+    return [entry.profile for entry in view.entries()] if view is not None else []
+
+
+def _not_modified(if_none_match: str | None, etag: str) -> bool:
+    """RFC 9110 weak comparison: ``*`` or any listed tag equal to ``etag`` once ``W/`` is dropped."""
+    if not if_none_match:
+        return False
+    tags = [t.strip() for t in if_none_match.split(",")]
+    return "*" in tags or etag.removeprefix("W/") in {t.removeprefix("W/") for t in tags}
+
+
+def _no_agent() -> Response:
+    return JSONResponse({"error": {"code": 404, "status": "NOT_FOUND", "message": "no such agent"}}, 404)
+
+
+def _agent(request: Request) -> str | None:
+    name = request.path_params.get("agent")
+    if name is None:
+        return None
+    try:
+        return validate_name("agent", name)
+    except ValueError:
+        return ""
+
+
+def create_app(served: Served, runtime: Runtime, config: GatewayConfig) -> Starlette:
+    """The ASGI app serving ``served`` (the service must be running)."""
+
+    def base(request: Request) -> str:
+        return (config.public_url or str(request.base_url)).rstrip("/")
+
+    def card_response(request: Request, body: bytes, etag: str) -> Response:
+        headers = {"ETag": etag, "Cache-Control": "max-age=10"}
+        if _not_modified(request.headers.get("if-none-match"), etag):
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="application/json", headers=headers)
+
+    async def own_card(request: Request) -> Response:
+        card = gateway_card(config.name, config.description, base(request), _profiles(runtime), served.auth)
+        return card_response(request, *card_body(card))
+
+    async def one_card(request: Request) -> Response:
+        name = _agent(request)
+        instances = profiles_by_name(_profiles(runtime)).get(name or "")
+        if not name or not instances:
+            return _no_agent()
+        card = agent_card(name, f"{base(request)}/agents/{name}", instances, served.auth)
+        return card_response(request, *card_body(card))
+
+    async def jsonrpc(request: Request) -> Response:
+        agent = _agent(request)
+        if agent == "":
+            return _no_agent()
+        return await handle_jsonrpc(request, served, agent)
+
+    def rest(op: Operation) -> Any:
+        async def endpoint(request: Request) -> Response:
+            agent = _agent(request)
+            if agent == "":
+                return _no_agent()
+            return await handle_rest(request, served, op, agent, request.path_params.get("task_id"))
+
+        return endpoint
+
+    async def health(request: Request) -> Response:
+        return JSONResponse(
+            {"status": "ok", "replica": served.service.replica, "running": len(served.service.runs)}
+        )
+
+    routes = [
+        Route("/.well-known/agent-card.json", own_card, methods=["GET"]),
+        Route("/agents/{agent}/.well-known/agent-card.json", one_card, methods=["GET"]),
+        Route("/healthz", health, methods=["GET"]),
+        Route("/", jsonrpc, methods=["POST"]),
+        Route("/agents/{agent}", jsonrpc, methods=["POST"]),
+    ]
+    for prefix in ("", "/agents/{agent}"):
+        for r in ROUTES_V1:
+            path = prefix + r.path.replace("{id}", "{task_id}")
+            routes.append(Route(path, rest(r.operation), methods=[r.method]))
+    return Starlette(routes=routes)
+
+
+async def _watch_hops(runtime: Runtime, service: GatewayService) -> Any:
+    """Audit records of hops below running tasks become working-status updates on their streams."""
+
+    async def on_record(msg: BusMessage) -> None:
+        if not service.runs:
+            return
+        for record in decode_records(msg.data, msg.subject):
+            if record.depth < 1:
+                continue  # the gateway's own call: its outcome is the task's
+            text = f"{record.origin} -> {record.target}.{record.action}: {record.outcome}"
+            if record.error_code:
+                text += f" ({record.error_code})"
+            hop = {
+                "origin": record.origin,
+                "target": record.target,
+                "action": record.action,
+                "outcome": record.outcome,
+                "depth": record.depth,
+                "hop": record.hop,
+                "durationMs": record.duration_ms,
+            }
+            service.progress(record, text, {"hop": hop})
+
+    return await runtime.subscribe_audit(on_record)
+
+
+async def serve_gateway(
+    runtime: Runtime,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    config: GatewayConfig | None = None,
+    auth: Authenticator | None = None,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the bus agents of ``runtime`` over A2A until cancelled; reports the bound port.
+
+    The runtime must be open and have a registry (tasks live in Redis).
+    """
+    config = config or GatewayConfig()
+    auth = auth or Authenticator()
+    if runtime.registry is None:
+        raise ValueError("the gateway keeps tasks in Redis: configure REDIS_URL")
+    if not auth.open and runtime.grants is None and runtime.settings.require_grants:
+        raise ValueError("the gateway signs user grants: set A2A_GRANT_SEED")
+    store = TaskStore(runtime.registry.redis, runtime.settings.namespace, ttl=config.task_ttl)
+    service = GatewayService(runtime, store, config)
+    served = Served(service, auth, MAX_BODY)
+    app = create_app(served, runtime, config)
+    server = _Server(
+        uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", access_log=False)
+    )
+    sock = _bind(host, port)  # here, so that a port in use is an OSError, not uvicorn's exit
+    bound = sock.getsockname()[1]
+    stopped = anyio.Event()
+
+    async def run_server() -> None:
+        try:
+            with anyio.CancelScope(shield=True):  # ends when told to, after the service stopped
+                await server.serve(sockets=[sock])
+        finally:
+            stopped.set()
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(service.run)
+        subscription = await _watch_hops(runtime, service) if runtime.audit.enabled else None
+        tg.start_soon(run_server)
+        try:
+            while not server.started and not stopped.is_set():
+                await anyio.sleep(0.01)
+            log.info(
+                "A2A gateway on http://%s:%s (%s)", host, bound, "open" if auth.open else "authenticated"
+            )
+            task_status.started(bound)
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await service.stop(grace=config.stop_grace)
+                server.should_exit = True
+                with anyio.move_on_after(5):
+                    await stopped.wait()
+                if subscription is not None:
+                    await subscription.unsubscribe()
+                sock.close()
+            tg.cancel_scope.cancel()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers: the process that runs the gateway decides when it stops."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit it: without it a response written in two parts waits
+    # for the client's delayed ACK (about 40 ms per request).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock

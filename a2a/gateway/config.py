@@ -1,0 +1,34 @@
+"""What an operator configures about the gateway (the bus and Redis come from ``Settings``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["GatewayConfig"]
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    """
+    Args:
+        public_url: the base URL clients reach the gateway at, written into agent cards
+            (default: the URL each card request came in on).
+        default_timeout: seconds a call may take when the client says nothing.
+        max_timeout: the most a client may ask for (``metadata.timeoutMs``); also capped
+            by the runtime's ``max_ttl``.
+        task_ttl: seconds a task stays readable after its last change.
+        name, description: the gateway's own agent card.
+    """
+
+    public_url: str | None = None
+    default_timeout: float = 60.0
+    max_timeout: float = 600.0
+    task_ttl: float = 7 * 24 * 3600.0
+    name: str = "a2a-gateway"
+    description: str = "Agents of an a2a-runtime bus, served over the A2A protocol"
+    replica_ttl: float = 15.0
+    """Seconds without a heartbeat after which a replica counts as gone (its running tasks fail)."""
+    stop_grace: float = 5.0
+    """Seconds a stopping replica lets its running calls finish before it cancels them."""
+    cancel_wait: float = 5.0
+    """Seconds ``CancelTask`` waits for a running call to end before answering."""

@@ -1,0 +1,88 @@
+"""One A2A operation on the gateway service, in 1.0 types, whatever binding or version named it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from transports.a2a_http import (
+    A2AProtocolError,
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+    SubscribeToTaskRequest,
+)
+from transports.a2a_http import errors as e
+from transports.a2a_http.jsonrpc import Operation
+
+from .follow import events_of
+from .runs import snapshot, trimmed
+from .service import GatewayService
+
+__all__ = ["stream", "unary"]
+
+
+async def unary(
+    service: GatewayService, op: Operation, request: Any, principal: str, agent: str | None
+) -> Any:
+    """The result of a non-streaming operation (a 1.0 wire Struct)."""
+    match op:
+        case Operation.SEND_MESSAGE:
+            assert isinstance(request, SendMessageRequest)
+            run, _ = await service.send(principal, request, agent=agent, listen=False)
+            config = request.configuration
+            if config is None or not config.return_immediately:
+                await run.done.wait()
+            history = config.history_length if config is not None else None
+            return SendMessageResponse(task=trimmed(run.task, history))
+        case Operation.GET_TASK:
+            assert isinstance(request, GetTaskRequest)
+            return await service.get(principal, request.id, request.history_length)
+        case Operation.LIST_TASKS:
+            assert isinstance(request, ListTasksRequest)
+            tasks, token, size, total = await service.list(
+                principal,
+                context_id=request.context_id,
+                state=request.status if request.status != "TASK_STATE_UNSPECIFIED" else None,
+                page_size=request.page_size,
+                page_token=request.page_token,
+                history_length=request.history_length,
+                include_artifacts=bool(request.include_artifacts),
+                status_after=request.status_timestamp_after,
+            )
+            return ListTasksResponse(tasks=tasks, next_page_token=token, page_size=size, total_size=total)
+        case Operation.CANCEL_TASK:
+            assert isinstance(request, CancelTaskRequest)
+            return await service.cancel(principal, request.id)
+        case Operation.GET_EXTENDED_CARD:
+            raise A2AProtocolError(e.EXTENDED_CARD_NOT_CONFIGURED)
+        case (
+            Operation.CREATE_PUSH_CONFIG
+            | Operation.GET_PUSH_CONFIG
+            | Operation.LIST_PUSH_CONFIGS
+            | Operation.DELETE_PUSH_CONFIG
+        ):
+            raise A2AProtocolError(e.PUSH_NOT_SUPPORTED)
+    raise A2AProtocolError(e.METHOD_NOT_FOUND)
+
+
+async def stream(
+    service: GatewayService, op: Operation, request: Any, principal: str, agent: str | None
+) -> AsyncIterator[StreamResponse | None]:
+    """The events of a streaming operation; errors before the first event raise here, at once.
+
+    ``None`` in the stream is a keep-alive: nothing happened for a while.
+    """
+    if op is Operation.SEND_STREAMING_MESSAGE:
+        assert isinstance(request, SendMessageRequest)
+        run, receive = await service.send(principal, request, agent=agent, listen=True)
+        assert receive is not None
+        return events_of(StreamResponse(task=snapshot(run.task)), receive)
+    if op is Operation.SUBSCRIBE_TO_TASK:
+        assert isinstance(request, SubscribeToTaskRequest)
+        return await service.subscribe(principal, request.id)
+    raise A2AProtocolError(e.METHOD_NOT_FOUND)

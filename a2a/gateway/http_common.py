@@ -1,0 +1,94 @@
+"""What both HTTP bindings share: reading a bounded body, the caller's identity, SSE responses."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from transports.a2a_http import A2AProtocolError, StreamResponse
+from transports.a2a_http import errors as e
+from transports.a2a_http.sse import format_comment
+
+from .auth import Authenticator, AuthError
+from .service import GatewayService
+
+__all__ = ["Served", "principal_or_401", "read_body", "sse_response", "unauthorized"]
+
+log = logging.getLogger("a2a.gateway")
+
+
+@dataclass(frozen=True)
+class Served:
+    """What the HTTP handlers serve from: the operations, who may call, how big a body may be."""
+
+    service: GatewayService
+    auth: Authenticator
+    max_body: int
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refusing more than ``limit`` bytes before reading them all.
+
+    Raises:
+        A2AProtocolError: too large (INVALID_REQUEST), or the client went away.
+    """
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise A2AProtocolError(e.INVALID_REQUEST, f"request body over {limit} bytes")
+    chunks, size = [], 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise A2AProtocolError(e.INVALID_REQUEST, f"request body over {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise A2AProtocolError(e.INVALID_REQUEST, "the client went away") from None
+    return b"".join(chunks)
+
+
+def unauthorized(error: AuthError, auth: Authenticator) -> Response:
+    challenges = []
+    if auth.jwt_config is not None:
+        challenges.append('Bearer realm="a2a-gateway"')
+    if auth.api_keys:
+        challenges.append('ApiKey header="X-API-Key"')
+    headers = {"WWW-Authenticate": ", ".join(challenges)} if challenges else None
+    return JSONResponse(
+        {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": str(error)}}, 401, headers=headers
+    )
+
+
+def principal_or_401(request: Request, auth: Authenticator) -> str | Response:
+    try:
+        return auth.principal(request.headers)
+    except AuthError as exc:
+        return unauthorized(exc, auth)
+
+
+def sse_response(
+    events: AsyncIterator[StreamResponse | None],
+    frame: Callable[[StreamResponse], bytes],
+    failed: Callable[[A2AProtocolError], bytes],
+) -> StreamingResponse:
+    """An SSE response: one ``frame`` per event, a comment for each keep-alive, ``failed`` on an error."""
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            async for event in events:
+                yield format_comment("ping") if event is None else frame(event)
+        except A2AProtocolError as exc:
+            yield failed(exc)
+        except Exception as exc:  # Redis away mid-stream, and the like: end with an error event
+            log.warning("stream ended by %s", exc)
+            yield failed(A2AProtocolError(e.INTERNAL_ERROR, "the stream broke off: " + type(exc).__name__))
+
+    return StreamingResponse(
+        body(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )

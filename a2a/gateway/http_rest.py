@@ -1,0 +1,92 @@
+"""The HTTP+JSON binding (protocol 1.0): ``POST /message:send``, ``GET /tasks/{id}``, ...
+
+Routes sit under the interface URL: the gateway's root, or ``/agents/<name>``. Success
+is ``application/a2a+json``; errors are the protocol's ``{"error": {code, status,
+message, details}}`` body with its HTTP status. Requests must say ``A2A-Version: 1.x``.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from transports.a2a_http import A2AProtocolError, StreamResponse, codec
+from transports.a2a_http import errors as e
+from transports.a2a_http.jsonrpc import PARAMS_V1, Operation
+from transports.a2a_http.rest import parse_get_task_query, parse_list_tasks_query
+from transports.a2a_http.sse import format_event
+from transports.a2a_http.versions import (
+    A2A_JSON_MEDIA_TYPE,
+    PROTOCOL_VERSION_1_0,
+    request_version,
+    version_compatible,
+)
+
+from . import dispatch
+from .http_common import Served, principal_or_401, read_body, sse_response
+
+__all__ = ["handle_rest"]
+
+
+def _error(error: A2AProtocolError) -> Response:
+    status, body = e.rest_error_body(error)
+    return JSONResponse(body, status)
+
+
+async def _params(request: Request, op: Operation, task_id: str | None, max_body: int) -> Any:
+    query = urllib.parse.parse_qs(request.url.query, keep_blank_values=True)
+    try:
+        if op is Operation.GET_TASK:
+            assert task_id is not None
+            return parse_get_task_query(task_id, query)
+        if op is Operation.LIST_TASKS:
+            return parse_list_tasks_query(query)
+        body = await read_body(request, max_body)
+        data: Any = codec.decode(body) if body.strip() else {}
+        if not isinstance(data, dict):
+            raise A2AProtocolError(e.INVALID_REQUEST, "the body must be a JSON object")
+        if task_id is not None:
+            data["id"] = task_id
+        return codec.convert(data, PARAMS_V1[op])
+    except msgspec.ValidationError as exc:  # a DecodeError too: caught first
+        raise A2AProtocolError(e.INVALID_PARAMS, f"Validation failed: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise A2AProtocolError(e.INVALID_REQUEST, f"Failed to load JSON: {exc}") from None
+
+
+async def handle_rest(
+    request: Request, served: Served, op: Operation, agent: str | None, task_id: str | None = None
+) -> Response:
+    """Answer one REST call for operation ``op``."""
+    principal = principal_or_401(request, served.auth)
+    if isinstance(principal, Response):
+        return principal
+    try:
+        version = request_version(request.headers)
+        if not version_compatible(version, PROTOCOL_VERSION_1_0):
+            raise A2AProtocolError(
+                e.VERSION_NOT_SUPPORTED,
+                f"A2A version '{version}' is not supported here: send the header A2A-Version: 1.0",
+            )
+        params = await _params(request, op, task_id, served.max_body)
+        service = served.service
+        with service.runtime.telemetry.server_span(f"A2A {op.value}", request.headers):
+            if op.streaming:
+                events = await dispatch.stream(service, op, params, principal, agent)
+                return sse_response(events, _frame, _failed)
+            result = await dispatch.unary(service, op, params, principal, agent)
+        return Response(codec.encode(result), media_type=A2A_JSON_MEDIA_TYPE)
+    except A2AProtocolError as exc:
+        return _error(exc)
+
+
+def _frame(event: StreamResponse) -> bytes:
+    return format_event(codec.encode(event))
+
+
+def _failed(error: A2AProtocolError) -> bytes:
+    return format_event(codec.encode(e.rest_error_body(error)[1]), event="error")

@@ -1,0 +1,370 @@
+"""The gateway's operations, whatever the binding: send, stream, get, list, cancel, subscribe.
+
+Each accepted message becomes one task and one bus call, run in the gateway's task group
+under a cancel scope: ``CancelTask`` (on any replica) cancels the scope, the call path
+withdraws the call, and the callee cancels its handler and everything it delegated. The
+task is written to Redis on every change of state and each stream event is published,
+so any replica can answer for it (see :mod:`a2a.gateway.tasks`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from functools import partial
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from bus.errors import A2AError, Unavailable
+from bus.ids import new_id
+from transports.a2a_http import (
+    A2AProtocolError,
+    Message,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from transports.a2a_http import errors as e
+
+from ..core.runtime import Runtime
+from ..stores.audit import AuditRecord
+from .auth import ANONYMOUS
+from .config import GatewayConfig
+from .follow import follow_elsewhere, follow_run
+from .mapping import (
+    BadMessage,
+    CallPlan,
+    conversation_of,
+    error_status,
+    result_artifact,
+    shown,
+    status,
+    timeout_of,
+    usage_metadata,
+    valid_id,
+)
+from .planning import plan_for
+from .runs import Run, is_done, trimmed
+from .tasks import StoredTask, TaskStore, decode_token, encode_token, parse_timestamp
+
+__all__ = ["GatewayService", "Run"]
+
+log = logging.getLogger("a2a.gateway")
+
+
+_STREAM_BUFFER = 256
+
+
+class GatewayService:
+    """Runs A2A requests against the bus for one gateway replica."""
+
+    def __init__(self, runtime: Runtime, store: TaskStore, config: GatewayConfig) -> None:
+        self.runtime = runtime
+        self.store = store
+        self.config = config
+        self.replica = runtime.id
+        self.runs: dict[str, Run] = {}
+        self.max_timeout = min(config.max_timeout, runtime.settings.max_ttl)
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._scope = anyio.CancelScope(shield=True)
+        self._stopping = False
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run calls, heartbeats and cancel requests until :meth:`stop` has ended them.
+
+        Shielded from the caller's cancellation, so that a replica told to stop lets the
+        calls it runs finish (for ``stop``'s grace) instead of failing them at once.
+        """
+        try:
+            with self._scope:
+                async with anyio.create_task_group() as tg:
+                    self._tg = tg
+                    await self.store.alive(self.replica, self.config.replica_ttl)
+                    tg.start_soon(self._heartbeat)
+                    tg.start_soon(self._follow_cancels)
+                    task_status.started()
+                    await anyio.sleep_forever()
+        finally:
+            self._tg = None
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                await self.store.gone(self.replica)
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Let running calls end for up to ``grace`` seconds, then cancel the rest."""
+        self._stopping = True
+        with anyio.move_on_after(grace):
+            while self.runs:
+                await anyio.sleep(0.05)
+        for run in list(self.runs.values()):
+            run.reason = "the gateway stopped while the task ran"
+            run.scope.cancel()
+        with anyio.move_on_after(2):
+            while self.runs:
+                await anyio.sleep(0.02)
+        self._scope.cancel()
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await anyio.sleep(self.config.replica_ttl / 3)
+            try:
+                await self.store.alive(self.replica, self.config.replica_ttl)
+            except Unavailable as exc:
+                log.warning("gateway heartbeat failed: %s", exc)
+
+    async def _follow_cancels(self) -> None:
+        while True:
+            try:
+                async with self.store.listen(self.store.cancel_channel) as pubsub:
+                    while True:
+                        msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                        if msg is None:
+                            continue
+                        data = msg.get("data")
+                        task_id = data.decode(errors="replace") if isinstance(data, bytes) else str(data)
+                        run = self.runs.get(task_id)
+                        if run is not None:
+                            run.reason = "cancelled by the client"
+                            run.scope.cancel()
+            except Unavailable as exc:
+                log.warning("cancel requests lost (%s); retrying", exc)
+                await anyio.sleep(1.0)
+
+    # -- send ----------------------------------------------------------------------
+
+    async def send(
+        self, principal: str, request: SendMessageRequest, *, agent: str | None, listen: bool
+    ) -> tuple[Run, MemoryObjectReceiveStream[StreamResponse] | None]:
+        """Accept a message: a new task whose call starts now.
+
+        Raises:
+            A2AProtocolError: the message cannot become a call (nothing is created).
+        """
+        if self._tg is None or self._stopping:
+            raise A2AProtocolError(e.INTERNAL_ERROR, "the gateway is shutting down")
+        message = request.message
+        if message.task_id:
+            stored = await self.owned(principal, message.task_id)
+            raise A2AProtocolError(
+                e.UNSUPPORTED_OPERATION,
+                f"task {message.task_id} is {stored.task.status.state}: it takes no further messages; "
+                "send a new message without taskId",
+            )
+        if message.role != "ROLE_USER":
+            raise A2AProtocolError(e.INVALID_PARAMS, "message.role: a client's message is ROLE_USER")
+        if message.context_id and not valid_id(message.context_id):
+            raise A2AProtocolError(e.INVALID_PARAMS, "contextId: 1-128 letters, digits or _ . : / -")
+        plan = plan_for(self.runtime.view, request, agent)
+        try:
+            timeout = timeout_of(
+                [request.metadata, message.metadata], self.config.default_timeout, self.max_timeout
+            )
+        except BadMessage as exc:
+            raise A2AProtocolError(e.INVALID_PARAMS, str(exc)) from None
+        task_id, context_id = new_id(), message.context_id or new_id()
+        accepted = Message(
+            message_id=message.message_id,
+            context_id=context_id,
+            task_id=task_id,
+            role=message.role,
+            parts=message.parts,
+            metadata=message.metadata,
+            extensions=message.extensions,
+            reference_task_ids=message.reference_task_ids,
+        )
+        task = Task(
+            id=task_id,
+            context_id=context_id,
+            status=status("TASK_STATE_SUBMITTED"),
+            history=[accepted],
+            metadata={"agent": str(plan.route), "action": plan.action, "timeoutMs": int(timeout * 1000)},
+        )
+        stored = StoredTask(task=task, owner=principal, replica=self.replica, agent=str(plan.route))
+        await self.store.save(stored)
+        run = Run(stored)
+        run.conversation = conversation_of(principal, context_id)
+        receive = run.listen() if listen else None
+        self.runs[task_id] = run
+        self._tg.start_soon(self._execute, run, plan, timeout, principal)
+        return run, receive
+
+    async def _execute(self, run: Run, plan: CallPlan, timeout: float, principal: str) -> None:
+        final: TaskStatus | None = None
+        try:
+            with run.scope:
+                await self._change(run, status("TASK_STATE_WORKING"))
+                try:
+                    response = await self.runtime.request(
+                        plan.route,
+                        plan.action,
+                        plan.params,
+                        timeout=timeout,
+                        user_id=None if principal == ANONYMOUS else principal,
+                        conversation_id=run.conversation,
+                        correlation_id=run.task.id,
+                    )
+                except A2AError as exc:
+                    final = error_status(exc, shown(exc, plan.route, self.runtime.redactor.redact))
+                else:
+                    self._artifact(run, response.payload.result)
+                    final = status("TASK_STATE_COMPLETED", metadata=usage_metadata(response.payload.usage))
+            if final is None:
+                reason = run.reason or "cancelled"
+                state = "TASK_STATE_FAILED" if self._stopping and run.reason else "TASK_STATE_CANCELED"
+                final = status(state, reason)  # type: ignore[arg-type]
+        except Exception as exc:  # the store failed: the task cannot be recorded
+            log.warning("task %s: %s", run.task.id, exc)
+            final = status("TASK_STATE_FAILED", "the gateway could not record the task")
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._change(run, final or status("TASK_STATE_FAILED", "the gateway stopped"))
+                except Exception as exc:
+                    log.warning("task %s: final state not recorded: %s", run.task.id, exc)
+                self.runs.pop(run.task.id, None)
+                run.close()
+                run.done.set()
+
+    async def _change(self, run: Run, new: TaskStatus) -> None:
+        """A new state: written and published with the events that came before it, in one round trip."""
+        run.stored.task.status = new
+        event = StreamResponse(
+            status_update=TaskStatusUpdateEvent(
+                task_id=run.task.id, context_id=run.task.context_id, status=new
+            )
+        )
+        run.emit(event)
+        pending, run.unpublished = run.unpublished, []
+        await self.store.save(run.stored, *pending, event)
+
+    def _artifact(self, run: Run, result: Any) -> None:
+        """The result as an artifact: streamed now, stored and published with the final state."""
+        artifact = result_artifact(result)
+        run.stored.task.artifacts = [*run.stored.task.artifacts, artifact]
+        event = StreamResponse(
+            artifact_update=TaskArtifactUpdateEvent(
+                task_id=run.task.id, context_id=run.task.context_id, artifact=artifact, last_chunk=True
+            )
+        )
+        run.emit(event)
+        run.unpublished.append(event)
+
+    def progress(self, record: AuditRecord, text: str, metadata: dict[str, Any]) -> None:
+        """A hop below a running task's call: a working status update on its streams (not stored).
+
+        A hop belongs to the task whose call tree holds its parent call; while a hop's
+        parent is not known yet (the records of a tree arrive as its calls end, deepest
+        first), it goes to the task only if that task is the only one running in the
+        conversation.
+        """
+        runs = [r for r in self.runs.values() if r.conversation == record.conversation_id]
+        for run in runs:
+            if is_done(run.task) or (record.parent_id not in run.known and len(runs) > 1):
+                continue
+            run.known.add(record.request_id)
+            event = StreamResponse(
+                status_update=TaskStatusUpdateEvent(
+                    task_id=run.task.id,
+                    context_id=run.task.context_id,
+                    status=status("TASK_STATE_WORKING", text, metadata),
+                )
+            )
+            run.emit(event)
+
+    # -- tasks -----------------------------------------------------------------------
+
+    async def owned(self, principal: str, task_id: str) -> StoredTask:
+        """The task if it exists and belongs to ``principal`` (else: not found, as if it did not exist)."""
+        stored = await self.store.load(task_id) if valid_id(task_id) else None
+        if stored is None or stored.owner != principal:
+            raise A2AProtocolError(e.TASK_NOT_FOUND, f"task {task_id} not found")
+        elsewhere = stored.replica != self.replica and task_id not in self.runs
+        if not is_done(stored.task) and elsewhere and not await self.store.is_alive(stored.replica):
+            stored.task.status = status("TASK_STATE_FAILED", "the gateway replica running this task stopped")
+            await self.store.save(stored)
+        return stored
+
+    async def get(self, principal: str, task_id: str, history_length: int | None) -> Task:
+        return trimmed((await self.owned(principal, task_id)).task, history_length)
+
+    async def list(
+        self,
+        principal: str,
+        *,
+        context_id: str,
+        state: str | None,
+        page_size: int | None,
+        page_token: str,
+        history_length: int | None,
+        include_artifacts: bool,
+        status_after: str = "",
+    ) -> tuple[list[Task], str, int, int]:
+        """(tasks, next page token, page size, total) of ``principal``'s tasks, newest first."""
+        try:
+            offset = decode_token(page_token)
+        except ValueError as exc:
+            raise A2AProtocolError(e.INVALID_PARAMS, str(exc)) from None
+        size = 50 if page_size is None or page_size == 0 else page_size
+        if not 1 <= size <= 100:
+            raise A2AProtocolError(e.INVALID_PARAMS, "pageSize must be between 1 and 100")
+        try:
+            after = parse_timestamp(status_after) if status_after else None
+        except ValueError:
+            raise A2AProtocolError(e.INVALID_PARAMS, "statusTimestampAfter: an RFC 3339 timestamp") from None
+        found, total, following = await self.store.page(
+            principal, offset=offset, size=size, context_id=context_id, state=state, after=after
+        )
+        tasks = []
+        for stored in found:
+            task = trimmed(stored.task, history_length)
+            if not include_artifacts and task.artifacts:
+                task = Task(
+                    id=task.id,
+                    context_id=task.context_id,
+                    status=task.status,
+                    history=task.history,
+                    metadata=task.metadata,
+                )
+            tasks.append(task)
+        return tasks, encode_token(following) if following is not None else "", size, total
+
+    async def cancel(self, principal: str, task_id: str) -> Task:
+        stored = await self.owned(principal, task_id)
+        if is_done(stored.task):
+            raise A2AProtocolError(
+                e.TASK_NOT_CANCELABLE, f"task {task_id} is {stored.task.status.state} and cannot be canceled"
+            )
+        run = self.runs.get(task_id)
+        if run is not None:
+            run.reason = "cancelled by the client"
+            run.scope.cancel()
+            with anyio.move_on_after(self.config.cancel_wait):
+                await run.done.wait()
+            return run.task
+        await self.store.request_cancel(task_id)
+        with anyio.move_on_after(self.config.cancel_wait):
+            while True:
+                again = await self.store.load(task_id)
+                if again is None or is_done(again.task):
+                    return again.task if again is not None else stored.task
+                await anyio.sleep(0.05)
+        return (await self.store.load(task_id) or stored).task
+
+    async def subscribe(self, principal: str, task_id: str) -> AsyncIterator[StreamResponse | None]:
+        """The task now, then its events until it ends (from this replica or any other)."""
+        stored = await self.owned(principal, task_id)
+        if is_done(stored.task):
+            raise A2AProtocolError(
+                e.UNSUPPORTED_OPERATION, f"task {task_id} is in terminal state: {stored.task.status.state}"
+            )
+        run = self.runs.get(task_id)
+        if run is not None:
+            return follow_run(run)
+        return follow_elsewhere(self.store, stored, partial(self.owned, stored.owner))

@@ -1,0 +1,227 @@
+"""A2A tasks in Redis, shared by every gateway replica of a namespace.
+
+Keys (the namespace's hash tag keeps them in one Redis Cluster slot):
+
+    a2a:{ns}:task:<taskId>        the task (1.0 JSON), its owner and the replica running it
+    a2a:{ns}:tasks:<owner>        sorted set of the owner's task ids by last update (ms)
+    a2a:{ns}:gw:<replica>         present while that replica is alive (refreshed, expiring)
+
+Channels:
+
+    a2a:{ns}:task-events:<taskId> every stream event of the task, for subscribers on any replica
+    a2a:{ns}:gw-cancel            "cancel this task": the replica running it cancels its call
+
+A task is written on every change of state, so a replica that restarts, or another one
+behind the same load balancer, answers ``GetTask``/``ListTasks`` as the first would. A
+task whose replica is gone while it still runs is failed by whoever reads it next.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import msgspec
+import redis.asyncio as aioredis
+
+from discovery.errors import redis_errors
+from discovery.registry import RegistryKeys
+from transports.a2a_http import StreamResponse, Task
+
+__all__ = ["StoredTask", "TaskStore"]
+
+_MAX_PAGE = 100
+MAX_FILTERED = 2000
+"""Newest tasks of an owner that a filtered ``ListTasks`` looks through."""
+
+
+class StoredTask(msgspec.Struct, rename="camel", omit_defaults=True):
+    """A task and what the gateway needs to know about it besides the protocol's fields."""
+
+    task: Task
+    owner: str
+    replica: str
+    agent: str = ""
+    updated: int = 0
+    """Milliseconds since the epoch of the last change."""
+
+
+_encode = msgspec.json.Encoder().encode
+_decode_task = msgspec.json.Decoder(StoredTask).decode
+_decode_event = msgspec.json.Decoder(StreamResponse).decode
+
+
+class TaskStore:
+    """Reads and writes tasks; every method raises ``Unavailable`` when Redis is away."""
+
+    def __init__(self, redis: aioredis.Redis, namespace: str, *, ttl: float = 7 * 24 * 3600) -> None:
+        self.redis = redis
+        self.prefix = RegistryKeys(namespace).prefix
+        self.ttl_ms = int(ttl * 1000)
+        self.cancel_channel = f"{self.prefix}gw-cancel"
+
+    def _task(self, task_id: str) -> str:
+        return f"{self.prefix}task:{task_id}"
+
+    def _owned(self, owner: str) -> str:
+        return f"{self.prefix}tasks:{owner}"
+
+    def events_channel(self, task_id: str) -> str:
+        return f"{self.prefix}task-events:{task_id}"
+
+    def _replica(self, replica: str) -> str:
+        return f"{self.prefix}gw:{replica}"
+
+    async def save(self, stored: StoredTask, *events: StreamResponse) -> None:
+        """Write the task, index it under its owner and publish ``events``: one round trip."""
+        stored.updated = now = int(time.time() * 1000)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.set(self._task(stored.task.id), _encode(stored), px=self.ttl_ms)
+            pipe.zadd(self._owned(stored.owner), {stored.task.id: now})
+            pipe.zremrangebyscore(self._owned(stored.owner), 0, now - self.ttl_ms)
+            pipe.pexpire(self._owned(stored.owner), self.ttl_ms)
+            for event in events:
+                pipe.publish(self.events_channel(stored.task.id), _encode(event))
+            with redis_errors("save task"):
+                await pipe.execute()
+
+    async def load(self, task_id: str) -> StoredTask | None:
+        """The task, or None when unknown, expired or unreadable (a corrupt entry is not a task)."""
+        with redis_errors("read task"):
+            raw = await self.redis.get(self._task(task_id))
+        if raw is None:
+            return None
+        try:
+            return _decode_task(raw)
+        except msgspec.DecodeError:
+            return None
+
+    async def page(
+        self,
+        owner: str,
+        *,
+        offset: int,
+        size: int,
+        context_id: str = "",
+        state: str | None = None,
+        after: datetime.datetime | None = None,
+    ) -> tuple[list[StoredTask], int, int | None]:
+        """Tasks of ``owner``, newest first: (page, how many match, next offset or None).
+
+        Without filters a page is one range read; with filters the owner's newest
+        ``MAX_FILTERED`` tasks are read and filtered, and offsets count matching tasks.
+        """
+        size = max(1, min(size, _MAX_PAGE))
+        key = self._owned(owner)
+        filtered = bool(context_id or state or after)
+        with redis_errors("list tasks"):
+            if not filtered:
+                total = int(await self.redis.zcard(key))
+                found = await self._read(owner, await self.redis.zrevrange(key, offset, offset + size - 1))
+                following = offset + size
+                return found, total, following if following < total else None
+            ids = await self.redis.zrevrange(key, 0, MAX_FILTERED - 1)
+            matching = []
+            for start in range(0, len(ids), _MAX_PAGE):
+                for stored in await self._read(owner, ids[start : start + _MAX_PAGE]):
+                    task = stored.task
+                    if context_id and task.context_id != context_id:
+                        continue
+                    if state and task.status.state != state:
+                        continue
+                    if after is not None and not _later(task.status.timestamp, after):
+                        continue
+                    matching.append(stored)
+        following = offset + size
+        return matching[offset:following], len(matching), following if following < len(matching) else None
+
+    async def _read(self, owner: str, ids: list[Any]) -> list[StoredTask]:
+        """The readable tasks of ``owner`` among ``ids`` (expired and corrupt ones are skipped)."""
+        if not ids:
+            return []
+        names = [self._task(i.decode() if isinstance(i, bytes) else str(i)) for i in ids]
+        found = []
+        for raw in await self.redis.mget(names):
+            if raw is None:
+                continue
+            try:
+                stored = _decode_task(raw)
+            except msgspec.DecodeError:
+                continue
+            if stored.owner == owner:
+                found.append(stored)
+        return found
+
+    # -- replicas ------------------------------------------------------------------
+
+    async def alive(self, replica: str, ttl: float) -> None:
+        with redis_errors("gateway heartbeat"):
+            await self.redis.set(self._replica(replica), b"1", px=int(ttl * 1000))
+
+    async def gone(self, replica: str) -> None:
+        with redis_errors("gateway stop"):
+            await self.redis.delete(self._replica(replica))
+
+    async def is_alive(self, replica: str) -> bool:
+        with redis_errors("gateway liveness"):
+            return bool(await self.redis.exists(self._replica(replica)))
+
+    async def request_cancel(self, task_id: str) -> None:
+        with redis_errors("cancel task"):
+            await self.redis.publish(self.cancel_channel, task_id.encode())
+
+    @asynccontextmanager
+    async def listen(self, *channels: str) -> AsyncIterator[aioredis.client.PubSub]:
+        """A pub/sub connection subscribed to ``channels``, closed on exit."""
+        pubsub = self.redis.pubsub()
+        try:
+            with redis_errors("subscribe"):
+                await pubsub.subscribe(*channels)
+            yield pubsub
+        finally:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    @staticmethod
+    def decode_event(raw: Any) -> StreamResponse | None:
+        try:
+            return _decode_event(raw)
+        except (msgspec.DecodeError, TypeError):
+            return None
+
+
+def encode_token(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o{offset}".encode()).decode().rstrip("=")
+
+
+def decode_token(token: str) -> int:
+    """Offset of a page token; ValueError for a token this gateway did not make."""
+    if not token:
+        return 0
+    try:
+        text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        raise ValueError("invalid page token") from None
+    if not text.startswith("o") or not text[1:].isdigit() or len(text) > 12:
+        raise ValueError("invalid page token")
+    return int(text[1:])
+
+
+def parse_timestamp(text: str) -> datetime.datetime:
+    """An RFC 3339 timestamp (``Z`` or an offset); ValueError otherwise."""
+    moment = datetime.datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError(f"timestamp without a time zone: {text!r}")
+    return moment
+
+
+def _later(timestamp: str, after: datetime.datetime) -> bool:
+    """At or after ``after``, as the SDK's task stores compare."""
+    try:
+        return parse_timestamp(timestamp) >= after
+    except ValueError:
+        return False

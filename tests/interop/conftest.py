@@ -1,0 +1,224 @@
+"""Interop fixtures: programs built on the public ``a2a-sdk``, run in a venv of their own.
+
+The SDK's top-level ``a2a`` package clashes with ours, so ``tests/interop/sdk/*.py`` run
+only under the interpreter of :func:`a2a.dev.sdk_env.ensure_sdk_python` (started with
+``-E -s`` so no PYTHONPATH or user site can bring our ``a2a`` back), and pytest never
+collects or imports them.
+
+Typical use::
+
+    def test_x(sdk_python, sdk_echo_server):
+        url = sdk_echo_server(delay=0.5, skills=["a", "b"])
+        out = run_sdk_client(sdk_python, "--url", url, "--binding", "rest", "send", "hi")
+        assert out.returncode == 0 and out.last("task")["status"]["state"] == "TASK_STATE_COMPLETED"
+
+Set ``A2A_SKIP_INTEROP=1`` to skip these tests; otherwise a venv that cannot be built is
+an error. ``A2A_SDK_VENV`` moves the venv (default ``<repo>/.sdk-venv``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from a2a.dev.sdk_env import ensure_sdk_python
+from a2a.dev.servers import die_with_parent
+
+collect_ignore = ["sdk"]
+
+SDK_DIR = Path(__file__).resolve().parent / "sdk"
+ECHO_SERVER = SDK_DIR / "echo_server.py"
+CLIENT = SDK_DIR / "client.py"
+READY_TIMEOUT = 30.0
+
+
+class SdkOutput(list[dict[str, Any]]):
+    """The JSON lines a client run printed, with its exit code and stderr."""
+
+    def __init__(self, lines: list[dict[str, Any]], returncode: int, stderr: str) -> None:
+        super().__init__(lines)
+        self.returncode = returncode
+        self.stderr = stderr
+
+    def events(self, event: str | None = None, op: str | None = None) -> list[dict[str, Any]]:
+        """Lines with this ``event`` (task, status-update, ...) and/or this ``op``."""
+        return [
+            line
+            for line in self
+            if (event is None or line.get("event") == event) and (op is None or line.get("op") == op)
+        ]
+
+    def last(self, event: str = "task", op: str | None = None) -> dict[str, Any]:
+        found = self.events(event, op)
+        assert found, f"no {event!r} line (op={op}) in {list(self)}\nstderr:\n{self.stderr}"
+        return found[-1]
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """The ``error`` object of a failed run, else None."""
+        return next((line["error"] for line in self if "error" in line and "op" not in line), None)
+
+    def ok(self) -> SdkOutput:
+        """Itself, after asserting the run succeeded."""
+        assert self.returncode == 0, f"exit {self.returncode}: {list(self)}\nstderr:\n{self.stderr}"
+        return self
+
+
+def _argv(python: Path, script: Path, *args: str) -> list[str]:
+    return [str(python), "-E", "-s", str(script), *args]
+
+
+def run_sdk_client(sdk_python: Path, *args: str, timeout: float = 30) -> SdkOutput:
+    """Run ``tests/interop/sdk/client.py`` with ``args``; its parsed stdout lines and exit code."""
+    proc = subprocess.run(
+        _argv(sdk_python, CLIENT, *args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        cwd=SDK_DIR,
+    )
+    lines = []
+    for raw in proc.stdout.splitlines():
+        try:
+            lines.append(json.loads(raw))
+        except json.JSONDecodeError:
+            raise AssertionError(f"client printed a non-JSON line {raw!r}\nstderr:\n{proc.stderr}") from None
+    return SdkOutput(lines, proc.returncode, proc.stderr)
+
+
+def _options(options: dict[str, Any]) -> list[str]:
+    """``delay=1, streaming=False, skills=["a", "b"]`` -> ``--delay 1 --no-streaming --skills a,b``."""
+    argv: list[str] = []
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None:
+            continue
+        if value is True:
+            argv.append(flag)
+        elif value is False:
+            argv.append("--no-" + key.replace("_", "-"))
+        elif isinstance(value, list | tuple):
+            argv += [flag, ",".join(str(v) for v in value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+class SdkServer(str):
+    """The base URL of a running SDK server (``http://127.0.0.1:<port>``)."""
+
+    port: int
+    proc: subprocess.Popen[str]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def start_sdk_server(sdk_python: Path, script: Path, *args: str, timeout: float = READY_TIMEOUT) -> SdkServer:
+    """Start an SDK server script in its own process group; return once it printed ``READY <port>``."""
+    log_path = Path(tempfile.mkstemp(prefix=f"a2a-{script.stem}-", suffix=".log")[1])
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            _argv(sdk_python, script, "--port", "0", *args),
+            stdout=subprocess.PIPE,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            cwd=SDK_DIR,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    line = ""
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        while not line and time.monotonic() < deadline and proc.poll() is None:
+            if sel.select(timeout=0.1):
+                line = proc.stdout.readline()
+    if not line.startswith("READY "):
+        stop_sdk_server(proc)
+        raise RuntimeError(
+            f"{script.name} {' '.join(args)} did not print READY within {timeout}s "
+            f"(exit {proc.returncode}, stdout {line!r}):\n{log_path.read_text(errors='replace')}"
+        )
+    port = int(line.split()[1])
+    server = SdkServer(f"http://127.0.0.1:{port}")
+    server.port, server.proc, server.log_path = port, proc, log_path
+    return server
+
+
+def stop_sdk_server(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM the server's process group, SIGKILL it after 3 s."""
+    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def sdk_python() -> Path:
+    """The python of the a2a-sdk venv (built on first use, about half a minute)."""
+    if os.environ.get("A2A_SKIP_INTEROP") == "1":
+        pytest.skip("A2A_SKIP_INTEROP=1: a2a-sdk interop tests are disabled")
+    return ensure_sdk_python()
+
+
+@pytest.fixture(scope="module")
+def sdk_echo_server(sdk_python: Path) -> Iterator[Callable[..., SdkServer]]:
+    """Factory: ``sdk_echo_server(**options) -> base_url`` runs ``sdk/echo_server.py``.
+
+    Options are its command-line flags in Python form (``delay=2``, ``cancel_log=path``,
+    ``fail="boom"``, ``skills=["a", "b"]``, ``streaming=False``, ``versions=["1.0"]``,
+    ``bindings=["rest"]``, ``require_header="X-Api-Key: k"``, ``echo_headers=[...]``,
+    ``name="x"``). Servers live until the end of the test module; calls with the same
+    options share one server.
+    """
+    servers: dict[tuple[str, ...], SdkServer] = {}
+
+    def start(**options: Any) -> SdkServer:
+        args = tuple(_options(options))
+        if args not in servers or servers[args].proc.poll() is not None:
+            servers[args] = start_sdk_server(sdk_python, ECHO_SERVER, *args)
+        return servers[args]
+
+    try:
+        yield start
+    finally:
+        for server in servers.values():  # all at once: each may take a moment to shut down
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.proc.pid, signal.SIGTERM)
+        for server in servers.values():
+            stop_sdk_server(server.proc)
+            server.log_path.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def sdk_client(sdk_python: Path) -> Callable[..., SdkOutput]:
+    """``sdk_client(*args, timeout=30)``: :func:`run_sdk_client` bound to the SDK venv."""
+
+    def run(*args: str, timeout: float = 30) -> SdkOutput:
+        return run_sdk_client(sdk_python, *args, timeout=timeout)
+
+    return run
