@@ -28,6 +28,7 @@ from bus.errors import A2AError
 from transports import TransportError
 
 from ..delegation.redact import RedactingFilter, Redactor
+from .attach import add_attach_parser
 from .common import (
     CommandError,
     capability_id,
@@ -126,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_serve)
 
     add_gateway_parser(sub, common, _connection_options)
+    add_attach_parser(sub, common, _connection_options)
 
     p = sub.add_parser(
         "agents", parents=common, help="list the registry: instances, capabilities, status, load"

@@ -1,0 +1,308 @@
+"""An async A2A client over HTTP: fetch a card, then send, stream, get and cancel tasks.
+
+::
+
+    card, card_url = await fetch_card("https://agent.example")
+    async with A2AClient(choose_endpoint(card, card_url), headers={"X-API-Key": key}) as client:
+        answer = await client.send(message, timeout=30)           # a Task or a Message
+        async with contextlib.aclosing(client.stream(message, timeout=30)) as events:
+            async for event in events:                             # StreamResponse objects
+                ...
+
+It speaks JSON-RPC and HTTP+JSON, A2A 1.0 and 0.3 (``dialect``). Every answer is bounded:
+a body over ``max_body`` bytes or an SSE event over ``max_event`` characters is
+PAYLOAD_TOO_LARGE. Every failure is a typed :class:`bus.errors.A2AError` (``errors``):
+connection refused is NO_RESPONDERS, a timeout DEADLINE_EXCEEDED, an answer that is not
+the protocol's JSON :class:`~.errors.MalformedResponse`, an A2A error its typed equivalent.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+import anyio
+import httpx
+import msgspec
+
+from bus.errors import A2AError, DeadlineExceeded, PayloadTooLarge
+from transports.a2a_http import (
+    VERSION_HEADER,
+    A2AProtocolError,
+    AgentCard,
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    SendMessageRequest,
+    SSEDecoder,
+    SSEError,
+    SSEEvent,
+    StreamResponse,
+    Task,
+    decode,
+    parse_agent_card,
+)
+from transports.a2a_http.methods import SendMessageConfiguration
+
+from .dialect import Dialect, HttpCall
+from .errors import (
+    MalformedResponse,
+    from_http_status,
+    from_protocol_error,
+    from_transport_error,
+    remote_text,
+)
+from .interfaces import Endpoint, card_location
+
+__all__ = ["DEFAULT_MAX_BODY", "DEFAULT_MAX_EVENT", "A2AClient", "fetch_card"]
+
+DEFAULT_MAX_BODY = 8 << 20
+"""Bytes of one answer body read at most."""
+DEFAULT_MAX_EVENT = 8 << 20
+"""Characters of one SSE event read at most."""
+MAX_CARD = 1 << 20
+"""Bytes of an agent card read at most."""
+
+T = TypeVar("T")
+
+
+async def _read(response: httpx.Response, limit: int) -> bytes:
+    """The whole (decoded) body, refusing more than ``limit`` bytes."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"the remote's answer has {declared} bytes; at most {limit} are read")
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise PayloadTooLarge(f"the remote's answer is over {limit} bytes")
+    return bytes(body)
+
+
+def _json(body: bytes | str, what: str) -> Any:
+    try:
+        return decode(body)
+    except msgspec.DecodeError as exc:
+        raise MalformedResponse(f"{what} is not JSON: {remote_text(str(exc), 'undecodable')}") from None
+
+
+def _status_error(status: int, body: bytes, dialect: Dialect | None) -> A2AError:
+    """The typed error of a non-2xx answer."""
+    try:
+        obj: Any = decode(body) if body else None
+    except msgspec.DecodeError:
+        obj = None
+    said = None
+    if isinstance(obj, dict):
+        inner = obj.get("error")
+        said = inner.get("message") if isinstance(inner, dict) else inner
+    elif not obj and body:
+        said = body[:200].decode(errors="replace")
+    by_status = from_http_status(status, remote_text(said, "") or None)
+    if by_status is not None:
+        return by_status
+    if dialect is None:
+        return MalformedResponse(
+            f"HTTP {status}: {remote_text(said, 'no message')}", details={"httpStatus": status}
+        )
+    error = dialect.error(status, obj)
+    if said and error.message == f"HTTP {status}":  # no A2A error in the body: say what it said
+        error.message = f"HTTP {status}: {remote_text(said, '')}"
+    return from_protocol_error(error)
+
+
+async def fetch_card(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 10.0,
+    http: httpx.AsyncClient | None = None,
+) -> tuple[AgentCard, str]:
+    """The agent card at ``url`` (a base URL or the card's own URL) and the URL it came from.
+
+    Reads 1.0, 0.3 and merged cards. Raises ValueError for a URL that is not http(s), and
+    the typed errors of the module docstring otherwise.
+    """
+    location = card_location(url)
+    owned = http is None
+    client = http or httpx.AsyncClient(follow_redirects=True)
+    try:
+        request_headers = {VERSION_HEADER: "1.0", "Accept": "application/json", **(headers or {})}
+        try:
+            with anyio.fail_after(timeout):
+                async with client.stream(
+                    "GET", location, headers=request_headers, timeout=timeout
+                ) as response:
+                    body = await _read(response, MAX_CARD)
+                    status = response.status_code
+        except httpx.HTTPError as exc:
+            raise from_transport_error(exc, location) from None
+        except TimeoutError:
+            raise DeadlineExceeded(f"no agent card from {location} within {timeout:g} s") from None
+    finally:
+        if owned:
+            await client.aclose()
+    if status != 200:
+        error = _status_error(status, body, None)
+        error.message = f"no agent card at {location}: {error.message}"
+        raise error
+    try:
+        return parse_agent_card(_json(body, f"the agent card at {location}")), location
+    except msgspec.ValidationError as exc:
+        raise MalformedResponse(
+            f"the agent card at {location} is invalid: {remote_text(str(exc), 'invalid')}"
+        ) from None
+
+
+class A2AClient:
+    """Calls one endpoint of a remote A2A agent. Use as ``async with`` (or call :meth:`aclose`).
+
+    Args:
+        headers: added to every request (``{"X-API-Key": ...}``, ``{"Authorization": "Bearer ..."}``).
+        http: an ``httpx.AsyncClient`` to share (then not closed here).
+    """
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        headers: Mapping[str, str] | None = None,
+        http: httpx.AsyncClient | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
+        max_event: int = DEFAULT_MAX_EVENT,
+    ) -> None:
+        self.endpoint = endpoint
+        self.dialect = Dialect(endpoint)
+        self.headers = dict(headers or {})
+        self.max_body = max_body
+        self.max_event = max_event
+        self._owned = http is None
+        self._http = http or httpx.AsyncClient(follow_redirects=False)
+
+    async def __aenter__(self) -> A2AClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owned:
+            await self._http.aclose()
+
+    # -- operations ----------------------------------------------------------------------------
+
+    async def send(
+        self, message: Message, timeout: float, *, return_immediately: bool = False
+    ) -> Task | Message:
+        """``SendMessage``: the task (finished, or as it stands with ``return_immediately``) or a message."""
+        request = SendMessageRequest(
+            message=message, configuration=SendMessageConfiguration(return_immediately=return_immediately)
+        )
+        call = self.dialect.send(request, stream=False)
+        obj = await self._exchange(call, timeout)
+        return self._decoded(functools.partial(self.dialect.send_result, obj, call.rpc_id))
+
+    async def get(self, task_id: str, timeout: float) -> Task:
+        """``GetTask``, without history."""
+        history = None if self.endpoint.legacy else 0
+        call = self.dialect.get(GetTaskRequest(id=task_id, history_length=history))
+        obj = await self._exchange(call, timeout)
+        return self._decoded(functools.partial(self.dialect.task_result, obj, call.rpc_id))
+
+    async def cancel(self, task_id: str, timeout: float) -> Task:
+        """``CancelTask``: the task as the remote left it."""
+        call = self.dialect.cancel(CancelTaskRequest(id=task_id))
+        obj = await self._exchange(call, timeout)
+        return self._decoded(functools.partial(self.dialect.task_result, obj, call.rpc_id))
+
+    async def stream(self, message: Message, timeout: float) -> AsyncGenerator[StreamResponse, None]:
+        """``SendStreamingMessage``: the events as they come, until the remote closes the stream.
+
+        ``timeout`` bounds connecting and each wait for data, and the stream ends with
+        DEADLINE_EXCEEDED once that long has passed in all; callers close the iterator
+        (``contextlib.aclosing``) when they stop early.
+        """
+        call = self.dialect.send(
+            SendMessageRequest(message=message, configuration=SendMessageConfiguration()), stream=True
+        )
+        deadline = time.monotonic() + timeout
+        try:
+            async with self._http.stream(
+                call.method, call.url, content=call.body, headers=self._headers(call), timeout=timeout
+            ) as response:
+                ctype = response.headers.get("content-type", "")
+                if response.status_code // 100 != 2 or not ctype.startswith("text/event-stream"):
+                    # An error before the stream started, or a server answering with one document.
+                    obj = await self._answer(response, call)
+                    yield self._decoded(functools.partial(self.dialect.stream_event, obj, call.rpc_id))
+                    return
+                decoder = SSEDecoder(max_line=self.max_event, max_event=self.max_event)
+                async for chunk in response.aiter_bytes():
+                    for event in self._events(decoder, chunk):
+                        read = functools.partial(
+                            self.dialect.stream_event,
+                            _json(event.data, "an SSE event"),
+                            call.rpc_id,
+                            error=event.event == "error",
+                        )
+                        yield self._decoded(read)
+                    if time.monotonic() > deadline:
+                        raise DeadlineExceeded(f"the stream from {call.url} ran past its {timeout:g} s")
+        except httpx.HTTPError as exc:
+            raise from_transport_error(exc, call.url) from None
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _headers(self, call: HttpCall) -> dict[str, str]:
+        return {**self.headers, **call.headers}
+
+    async def _exchange(self, call: HttpCall, timeout: float) -> Any:
+        """Make ``call`` and return its decoded JSON answer; non-2xx answers raise their typed error."""
+        try:
+            with anyio.fail_after(timeout):
+                async with self._http.stream(
+                    call.method,
+                    call.url,
+                    content=call.body,
+                    params=call.query or None,
+                    headers=self._headers(call),
+                    timeout=timeout,
+                ) as response:
+                    return await self._answer(response, call)
+        except httpx.HTTPError as exc:
+            raise from_transport_error(exc, call.url) from None
+        except TimeoutError as exc:
+            if isinstance(exc, A2AError):
+                raise
+            raise DeadlineExceeded(f"no answer from {call.url} within {timeout:g} s") from None
+
+    async def _answer(self, response: httpx.Response, call: HttpCall) -> Any:
+        body = await _read(response, self.max_body)
+        if response.status_code // 100 != 2:
+            raise _status_error(response.status_code, body, self.dialect)
+        return _json(body, f"the answer from {call.url}")
+
+    def _events(self, decoder: SSEDecoder, chunk: bytes) -> list[SSEEvent]:
+        try:
+            return decoder.feed(chunk)
+        except SSEError as exc:
+            if "longer" in str(exc) or "larger" in str(exc):
+                raise PayloadTooLarge(f"the remote's stream broke a size limit: {exc}") from None
+            raise MalformedResponse(f"the remote's stream is not SSE: {exc}") from None
+
+    def _decoded(self, read: Callable[[], T]) -> T:
+        """``read()``, with the remote's A2A error typed and a wrong shape a MalformedResponse."""
+        try:
+            return read()
+        except A2AProtocolError as exc:
+            raise from_protocol_error(exc) from None
+        except (msgspec.ValidationError, msgspec.DecodeError, ValueError, TypeError) as exc:
+            reason = remote_text(str(exc), "invalid")
+            raise MalformedResponse(
+                f"the remote's answer is not valid A2A {self.endpoint.version}: {reason}"
+            ) from None

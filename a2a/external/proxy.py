@@ -1,0 +1,198 @@
+"""A remote A2A agent as a :class:`~a2a.core.peer.Peer`: each bus call becomes one A2A task.
+
+Per call (``invoke``):
+
+1. the action and parameters become a message (``mapping``: a text part for
+   ``{"text": ...}``, else a data part ``{"action", "params"}`` for a skill that takes data);
+2. it goes out with ``SendStreamingMessage`` when the card says the agent streams, else
+   with a non-blocking ``SendMessage`` whose task is then polled with ``GetTask`` (so the
+   task id is known at once and a withdrawn call can cancel it); the call's remaining
+   time is the HTTP deadline;
+3. the final task becomes the result or a typed error (``progress``); every error's
+   message is redacted with the runtime's redactor.
+
+When the call is cancelled (the caller withdrew, the deadline passed, the instance stops)
+or fails mid-way, a task the remote still runs gets a ``CancelTask`` (shielded from the
+cancellation, at most ``cancel_timeout`` seconds) before the cancellation goes on. A stream
+that breaks once the task is known is followed by polling instead; a remote that stops
+answering once its task runs is AGENT_LOST (it may have done part of the work), not
+NO_RESPONDERS (which says the call never ran, so routing may retry it elsewhere).
+
+The peer keeps the remote's :class:`discovery.trust.TrustTracker` (its base and card
+signature state); ``peer_agent(..., trust=peer.tracker)`` (as ``attach`` does) counts each
+forwarded call's outcome and latency in it, and the instance publishes
+:meth:`RemotePeer.trust_score` with every heartbeat.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+import anyio
+import httpx
+
+from bus.errors import A2AError, AgentLost, DeadlineExceeded, NoResponders, UnknownAction
+from discovery.profile import CardSignature
+from discovery.trust import TrustTracker
+from transports.a2a_http import AgentCard, Message, Task
+
+from ..core.context import Context
+from ..core.peer import Peer
+from .client import DEFAULT_MAX_BODY, DEFAULT_MAX_EVENT, A2AClient
+from .errors import MalformedResponse
+from .interfaces import Endpoint
+from .mapping import DEFAULT_ACTION, request_message, skill_accepts_data
+from .progress import Progress, outcome
+
+__all__ = ["CANCEL_TIMEOUT", "RemotePeer"]
+
+log = logging.getLogger("a2a.external")
+
+CANCEL_TIMEOUT = 2.0
+"""Seconds a withdrawn call waits for the remote to take its ``CancelTask``."""
+POLL_FIRST, POLL_MAX = 0.05, 1.0
+"""Seconds between ``GetTask`` polls: doubling from the first to the most."""
+_MARGIN = 0.05
+"""Seconds before the bus deadline at which the proxy gives up itself, to withdraw the task in time."""
+
+
+class RemotePeer(Peer):
+    """Serves a bus agent's actions by calling the remote A2A agent at ``endpoint``.
+
+    Args:
+        card: the remote's agent card (skills, input modes, streaming).
+        headers: added to every HTTP request (API key, bearer token).
+        tracker: the remote's trust (default: base 0.5, card unsigned); give it to
+            ``peer_agent(trust=...)`` so that calls are counted and the score published.
+        streaming: override the card's ``capabilities.streaming``.
+        http: an ``httpx.AsyncClient`` to share (not closed here); by default the peer
+            opens its own when the instance starts.
+    """
+
+    def __init__(
+        self,
+        card: AgentCard,
+        endpoint: Endpoint,
+        *,
+        headers: Mapping[str, str] | None = None,
+        tracker: TrustTracker | None = None,
+        streaming: bool | None = None,
+        cancel_timeout: float = CANCEL_TIMEOUT,
+        max_body: int = DEFAULT_MAX_BODY,
+        max_event: int = DEFAULT_MAX_EVENT,
+        clock: Callable[[], float] = time.monotonic,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.card = card
+        self.endpoint = endpoint
+        self.headers = dict(headers or {})
+        self.tracker = tracker if tracker is not None else TrustTracker()
+        self.streaming = bool(card.capabilities.streaming) if streaming is None else streaming
+        self.cancel_timeout = cancel_timeout
+        self.skills = {skill.id: skill for skill in card.skills}
+        self._limits = (max_body, max_event)
+        self._clock = clock
+        self._http = http
+        self._client: A2AClient | None = None
+
+    # -- trust -----------------------------------------------------------------------------
+
+    @property
+    def card_signature(self) -> CardSignature:
+        return self.tracker.signature
+
+    def trust_score(self, now: float | None = None) -> float:
+        """The remote's trust score now (``discovery.trust``): what its instance publishes."""
+        return self.tracker.score(self._clock() if now is None else now)
+
+    # -- lifespan ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> RemotePeer:
+        max_body, max_event = self._limits
+        self._client = A2AClient(
+            self.endpoint, headers=self.headers, http=self._http, max_body=max_body, max_event=max_event
+        )
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    # -- calls -----------------------------------------------------------------------------
+
+    async def invoke(self, ctx: Context, action: str, params: dict[str, Any]) -> Any:
+        client = self._client
+        if client is None:
+            raise RuntimeError("the remote peer is not open (use it as an instance's lifespan)")
+        try:
+            skill = self.skills.get(action)
+            if skill is None and action != DEFAULT_ACTION:
+                raise UnknownAction(f"the remote agent has no skill {action!r}", details={"action": action})
+            data = skill is not None and skill_accepts_data(self.card, skill)
+            message = request_message(action, params, skill=skill is not None, data=data)
+            return outcome(await self._exchange(client, message, ctx.remaining() - _MARGIN))
+        except A2AError as exc:
+            exc.message = ctx.services.redactor.redact(exc.message)
+            raise
+
+    async def _exchange(self, client: A2AClient, message: Message, timeout: float) -> Task | Message:
+        """Send ``message`` and follow its task to the end; withdraw the task if that fails."""
+        progress = Progress()
+        try:
+            if timeout <= 0:
+                raise DeadlineExceeded("no time left to call the remote agent")
+            with anyio.fail_after(timeout):
+                if self.streaming:
+                    try:
+                        async with contextlib.aclosing(client.stream(message, timeout)) as events:
+                            async for event in events:
+                                if progress.apply(event):
+                                    return progress.result()
+                    except AgentLost:
+                        if progress.task_id is None:
+                            raise
+                        log.info("the stream of task %s broke; polling it instead", progress.task_id)
+                else:
+                    first = await client.send(message, timeout, return_immediately=True)
+                    if isinstance(first, Message):
+                        return first
+                    progress.apply_task(first)
+                return await self._poll(client, progress, timeout)
+        except BaseException as exc:
+            await self._withdraw(client, progress)
+            if isinstance(exc, NoResponders) and progress.task_id is not None:
+                # The task was running: whatever it did may have been done.
+                raise AgentLost(f"the remote agent stopped answering mid-task: {exc.message}") from None
+            if isinstance(exc, TimeoutError) and not isinstance(exc, A2AError):
+                raise DeadlineExceeded(f"the remote agent did not finish within {timeout:.3g} s") from None
+            raise
+
+    async def _poll(self, client: A2AClient, progress: Progress, timeout: float) -> Task | Message:
+        """``GetTask`` until the task is over (a stream that closed early ends here too)."""
+        delay = POLL_FIRST
+        while not progress.finished:
+            if progress.task_id is None:
+                raise MalformedResponse("the remote agent's answer named no task and carried no message")
+            await anyio.sleep(delay)
+            progress.apply_task(await client.get(progress.task_id, timeout))
+            delay = min(delay * 2, POLL_MAX)
+        return progress.result()
+
+    async def _withdraw(self, client: A2AClient, progress: Progress) -> None:
+        """Cancel the remote task, if one runs, whatever cancels this call."""
+        task_id = progress.task_id
+        if task_id is None or progress.finished:
+            return
+        with anyio.CancelScope(shield=True):
+            try:
+                await client.cancel(task_id, self.cancel_timeout)
+            except A2AError as exc:
+                log.info("could not cancel remote task %s at %s: %s", task_id, self.endpoint.url, exc)
