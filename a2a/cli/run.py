@@ -227,6 +227,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from ..bench.throughput import BenchConfig, run_bench
 
+    if args.gateway:
+        return _bench_gateway(args)
+
     loops = ["asyncio", "uvloop"] if args.loop == "both" else [args.loop]
     if "uvloop" in loops and importlib.util.find_spec("uvloop") is None:
         if args.loop == "uvloop":
@@ -252,4 +255,35 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     for report in reports:
         console.print(render(report))
+    return 0
+
+
+def _bench_gateway(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from ..bench.gateway import run_gateway_bench
+
+    calls, sequential, rounds = (1000, 200, 2) if args.quick else (args.calls, args.sequential, args.rounds)
+    report = run_gateway_bench(
+        calls=calls,
+        sequential=sequential,
+        concurrency=min(args.concurrency, 64),
+        rounds=rounds,
+        nats_url=args.nats_url,
+        redis_url=args.redis_url,
+    )
+    if args.json:
+        print(msgspec.json.encode(report).decode())
+        return 0
+    left_out = sum(1 for w in report.windows if w["disturbed"])
+    print("A2A SendMessage (JSON-RPC 1.0), echo agent, same load generator")
+    for mode, label in (
+        ("gateway", "a2a gateway -> NATS -> bus agent"),
+        ("sdk", "a2a-sdk server, echo executor"),
+    ):
+        print(
+            f"  {label:34} {report.throughput[mode]:8.0f} calls/s   p50 {report.latency_p50_ms[mode]:6.2f} ms"
+        )
+    print(f"  ratio gateway/sdk: throughput {report.ratio_throughput:.2f}, p50 {report.ratio_p50:.2f}")
+    print(f"  {len(report.windows)} windows, {left_out} left out as disturbed")
     return 0
