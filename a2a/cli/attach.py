@@ -70,6 +70,11 @@ def add_attach_parser(
         "--trust", type=_trust, default=0.5, help="trust in the agent before any call, 0-1 (default 0.5)"
     )
     p.add_argument("--card-key", type=Path, help="PEM public key trusted to sign the agent's card")
+    p.add_argument(
+        "--any-origin",
+        action="store_true",
+        help="let the card name an endpoint on another host (the --header values go there too)",
+    )
     assert callable(connection_options)
     connection_options(p)
     p.set_defaults(func=cmd_attach)
@@ -102,7 +107,12 @@ async def _attach(
             tg.start_soon(shutdown.watch, signals, tg.cancel_scope)
             try:
                 remote = await remote_agent(
-                    args.url, name=args.name, headers=headers, base_trust=args.trust, card_keys=keys
+                    args.url,
+                    name=args.name,
+                    headers=headers,
+                    base_trust=args.trust,
+                    card_keys=keys,
+                    any_origin=args.any_origin,
                 )
             except NoUsableInterface as exc:
                 raise CommandError(str(exc)) from None

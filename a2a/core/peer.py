@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+from bus.errors import InvalidParams, UnknownAction
 from discovery.profile import AgentCapability
 from discovery.trust import TrustTracker
 
@@ -85,7 +86,8 @@ def peer_agent(
         trust: for a peer outside the deployment: every forwarded call's outcome and
             latency feed it, and the instance publishes its score with each heartbeat
             (routing by capability weighs by it and skips peers under the floor).
-            Withdrawn and cancelled calls do not count.
+            Withdrawn and cancelled calls, and calls refused as the caller's mistake
+            (INVALID_PARAMS, UNKNOWN_ACTION), do not count.
     """
     agent = Agent(
         name,
@@ -104,6 +106,8 @@ def peer_agent(
         start = time.monotonic()
         try:
             result = await peer.invoke(ctx, ctx.action, params)
+        except (InvalidParams, UnknownAction):
+            raise  # the caller's mistake, found before the peer was asked: not the peer's
         except Exception:
             now = time.monotonic()
             trust.record(False, now - start, now)

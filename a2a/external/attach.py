@@ -122,11 +122,14 @@ async def remote_agent(
     streaming: bool | None = None,
     max_concurrency: int = 32,
     timeout: float = 10.0,
+    any_origin: bool = False,
 ) -> RemoteAgent:
     """Read the card at ``url`` (a base URL or the card's URL) and build the agent that forwards to it.
 
     ``card_keys``: public keys (or a PEM file) trusted to sign the card; ``streaming``
-    overrides the card's ``capabilities.streaming``; ``timeout`` bounds the card fetch.
+    overrides the card's ``capabilities.streaming``; ``timeout`` bounds the card fetch;
+    ``any_origin`` lets the card name an endpoint on another host than its own (the
+    ``headers`` go there too).
 
     Raises:
         ValueError: a bad URL, name, key file or trust, or a card with no usable interface.
@@ -136,7 +139,7 @@ async def remote_agent(
     agent_name = validate_name("agent name", name) if name is not None else None
     tracker = TrustTracker(base=base_trust)  # checked before anything is fetched
     card, card_url = await fetch_card(url, headers=headers, timeout=timeout)
-    endpoint = choose_endpoint(card, card_url)
+    endpoint = choose_endpoint(card, card_url, any_origin=any_origin)
     signature = tracker.signature = card_signature(card, keys)
     if card.signatures and not keys:
         log.info("the card of %s is signed but no key was given to check it: counted as unsigned", card.name)

@@ -128,7 +128,9 @@ async def fetch_card(
     """
     location = card_location(url)
     owned = http is None
-    client = http or httpx.AsyncClient(follow_redirects=True)
+    # Redirects are followed only without credentials: httpx would forward custom headers
+    # (an X-API-Key) to whatever host a redirect names.
+    client = http or httpx.AsyncClient(follow_redirects=not headers)
     try:
         request_headers = {VERSION_HEADER: "1.0", "Accept": "application/json", **(headers or {})}
         try:

@@ -99,17 +99,28 @@ def rank(interface: AgentInterface) -> tuple[int, int, int] | None:
     return (0 if version == PROTOCOL_VERSION_1_0 else 1), binding, within
 
 
-def choose_endpoint(card: AgentCard, card_url: str) -> Endpoint:
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port
+
+
+def choose_endpoint(card: AgentCard, card_url: str, *, any_origin: bool = False) -> Endpoint:
     """The preferred interface of ``card`` (module docstring); relative URLs resolve against ``card_url``.
+
+    Only interfaces on the card's own origin (scheme, host, port) count unless
+    ``any_origin``: the operator's credentials go to the endpoint, and an unsigned card
+    must not be able to send them to another host.
 
     Raises:
         NoUsableInterface: none of the card's interfaces is one this client speaks.
     """
+    home = _origin(card_url)
     usable = [
         (key, i, iface)
         for i, iface in enumerate(card.supported_interfaces)
         if (key := rank(iface)) is not None
         and urlsplit(urljoin(card_url, iface.url)).scheme in ("http", "https")
+        and (any_origin or _origin(urljoin(card_url, iface.url)) == home)
     ]
     if not usable:
         offered = ", ".join(
@@ -117,7 +128,7 @@ def choose_endpoint(card: AgentCard, card_url: str) -> Endpoint:
         )
         raise NoUsableInterface(
             f"the card of {card.name!r} offers no JSON-RPC or HTTP+JSON interface of A2A 1.x or 0.3 "
-            f"(it offers: {offered or 'nothing'})"
+            f"on its own origin (it offers: {offered or 'nothing'}; any_origin=True allows other hosts)"
         )
     key, _, chosen = min(usable, key=lambda item: (item[0], item[1]))
     tier = _tier(chosen.protocol_version.strip())

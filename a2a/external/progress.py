@@ -29,9 +29,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
-from bus.errors import A2AError, AgentError, Cancelled, InvalidParams, PermissionDenied, UnknownAction
+from bus.errors import (
+    A2AError,
+    AgentError,
+    Cancelled,
+    InvalidParams,
+    PayloadTooLarge,
+    PermissionDenied,
+    UnknownAction,
+)
 from transports.a2a_http import (
     INTERRUPTED_STATES,
     TERMINAL_STATES,
@@ -48,6 +54,8 @@ from .mapping import artifacts_value, parts_value
 __all__ = ["Progress", "outcome"]
 
 _FINAL = TERMINAL_STATES | INTERRUPTED_STATES
+MAX_PARTS = 10_000
+"""Artifact parts one remote task may stream: a hostile agent cannot grow a call without bound."""
 _REPORTABLE: dict[str, type[A2AError]] = {
     "INVALID_PARAMS": InvalidParams,
     "UNKNOWN_ACTION": UnknownAction,
@@ -72,6 +80,8 @@ class Progress:
         self.status: TaskStatus | None = None
         self.artifacts: dict[str, Artifact] = {}
         self.answer: Message | None = None
+        self.parts = 0
+        """Artifact parts streamed so far (bounded by ``MAX_PARTS``)."""
         """A message that answered instead of a task."""
 
     @property
@@ -110,11 +120,12 @@ class Progress:
             self.status = update.status
         elif (chunk := response.artifact_update) is not None:
             self._adopt(chunk.task_id, chunk.context_id)
+            self.parts += len(chunk.artifact.parts)
+            if self.parts > MAX_PARTS or len(self.artifacts) >= MAX_PARTS:
+                raise PayloadTooLarge(f"the remote agent streamed more than {MAX_PARTS} artifact parts")
             old = self.artifacts.get(chunk.artifact.artifact_id)
             if chunk.append and old is not None:
-                self.artifacts[old.artifact_id] = msgspec.structs.replace(
-                    old, parts=[*old.parts, *chunk.artifact.parts]
-                )
+                old.parts.extend(chunk.artifact.parts)  # in place: appending stays linear
             else:
                 self.artifacts[chunk.artifact.artifact_id] = chunk.artifact
         return self.finished

@@ -43,6 +43,7 @@ from .config import GatewayConfig
 from .http_common import Served
 from .http_jsonrpc import handle_jsonrpc
 from .http_rest import handle_rest
+from .runs import show_hop
 from .service import GatewayService
 from .tasks import TaskStore
 
@@ -160,7 +161,7 @@ async def _watch_hops(runtime: Runtime, service: GatewayService) -> Any:
                 "hop": record.hop,
                 "durationMs": record.duration_ms,
             }
-            service.progress(record, text, {"hop": hop})
+            show_hop(service.runs.values(), record, text, {"hop": hop})
 
     return await runtime.subscribe_audit(on_record)
 

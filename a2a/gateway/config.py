@@ -28,6 +28,12 @@ class GatewayConfig:
     description: str = "Agents of an a2a-runtime bus, served over the A2A protocol"
     replica_ttl: float = 15.0
     """Seconds without a heartbeat after which a replica counts as gone (its running tasks fail)."""
+    max_running: int = 1000
+    """Tasks this replica runs at once; more are refused until some end."""
+    max_running_per_user: int = 64
+    """Tasks one user runs at once on this replica."""
+    max_streams_elsewhere: int = 32
+    """Streams this replica follows of tasks running on other replicas (one Redis connection each)."""
     stop_grace: float = 5.0
     """Seconds a stopping replica lets its running calls finish before it cancels them."""
     cancel_wait: float = 5.0

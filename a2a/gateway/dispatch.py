@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from bus.errors import A2AError
 from transports.a2a_http import (
     A2AProtocolError,
     CancelTaskRequest,
@@ -26,10 +27,24 @@ from .service import GatewayService
 __all__ = ["stream", "unary"]
 
 
+def _unavailable(error: A2AError) -> A2AProtocolError:
+    """The gateway's own dependencies failing (Redis away): an internal error, said plainly."""
+    return A2AProtocolError(e.INTERNAL_ERROR, f"the gateway cannot serve this now ({error.code}); try again")
+
+
 async def unary(
     service: GatewayService, op: Operation, request: Any, principal: str, agent: str | None
 ) -> Any:
     """The result of a non-streaming operation (a 1.0 wire Struct)."""
+    try:
+        return await _unary(service, op, request, principal, agent)
+    except A2AError as exc:
+        raise _unavailable(exc) from None
+
+
+async def _unary(
+    service: GatewayService, op: Operation, request: Any, principal: str, agent: str | None
+) -> Any:
     match op:
         case Operation.SEND_MESSAGE:
             assert isinstance(request, SendMessageRequest)
@@ -77,6 +92,15 @@ async def stream(
 
     ``None`` in the stream is a keep-alive: nothing happened for a while.
     """
+    try:
+        return await _stream(service, op, request, principal, agent)
+    except A2AError as exc:
+        raise _unavailable(exc) from None
+
+
+async def _stream(
+    service: GatewayService, op: Operation, request: Any, principal: str, agent: str | None
+) -> AsyncIterator[StreamResponse | None]:
     if op is Operation.SEND_STREAMING_MESSAGE:
         assert isinstance(request, SendMessageRequest)
         run, receive = await service.send(principal, request, agent=agent, listen=True)

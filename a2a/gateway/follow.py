@@ -7,9 +7,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from transports.a2a_http import INTERRUPTED_STATES, TERMINAL_STATES, StreamResponse, TaskStatusUpdateEvent
+from discovery.errors import redis_errors
+from transports.a2a_http import StreamResponse, TaskStatusUpdateEvent
 
-from .runs import Run, is_done, snapshot
+from .runs import Run, is_done, is_final, snapshot
 from .tasks import StoredTask, TaskStore
 
 __all__ = ["follow_elsewhere", "follow_run"]
@@ -41,7 +42,7 @@ async def events_of(
 
 async def follow_elsewhere(
     store: TaskStore, stored: StoredTask, owned: Callable[[str], Awaitable[StoredTask]]
-) -> AsyncIterator[StreamResponse]:
+) -> AsyncIterator[StreamResponse | None]:
     """The task now, then the events another replica publishes, until it ends.
 
     While nothing comes, the task is read again every second: it may have ended unseen,
@@ -53,9 +54,14 @@ async def follow_elsewhere(
         yield StreamResponse(task=latest.task)
         if is_done(latest.task):
             return
+        quiet = 0
         while True:
-            msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+            with redis_errors("follow a task"):
+                msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
             if msg is None:
+                quiet += 1
+                if quiet % int(KEEPALIVE) == 0:
+                    yield None
                 again = await owned(task_id)
                 if is_done(again.task):
                     task = again.task
@@ -71,7 +77,5 @@ async def follow_elsewhere(
                 continue
             yield event
             update = event.status_update
-            if update is not None and (
-                update.status.state in TERMINAL_STATES or update.status.state in INTERRUPTED_STATES
-            ):
+            if update is not None and is_final(update.status.state):
                 return

@@ -44,6 +44,7 @@ from msgspec import UNSET
 
 from bus.errors import A2AError
 from bus.ids import new_id
+from bus.subjects import validate_name
 from bus.wire import TokenUsage
 from transports.a2a_http import Artifact, Message, Part, TaskState, TaskStatus
 
@@ -149,7 +150,10 @@ def plan_call(
             return CallPlan(agent, action, params)
         target = explicit.get("agent")
         if isinstance(target, str):
-            return CallPlan(target, action, params)
+            try:
+                return CallPlan(validate_name("agent", target), action, params)
+            except ValueError as exc:
+                raise BadMessage(str(exc)) from None
         if skill is None:
             raise BadMessage("on the gateway's endpoint, name an agent ('agent' in the data part) or a skill")
         return CallPlan(by_capability(skill), action, params)

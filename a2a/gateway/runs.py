@@ -2,17 +2,38 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable
+from typing import Any
+
 import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from transports.a2a_http import INTERRUPTED_STATES, TERMINAL_STATES, StreamResponse, Task
+from transports.a2a_http import (
+    INTERRUPTED_STATES,
+    TERMINAL_STATES,
+    StreamResponse,
+    Task,
+    TaskStatusUpdateEvent,
+)
 
+from ..stores.audit import AuditRecord
+from .mapping import status
 from .tasks import StoredTask
 
-__all__ = ["Run", "is_done", "snapshot", "trimmed"]
+__all__ = ["Run", "is_done", "is_final", "overdue", "show_hop", "snapshot", "trimmed"]
 
 _STREAM_BUFFER = 256
+
+
+def overdue(stored: StoredTask, margin: float) -> bool:
+    """Still running, ``margin`` seconds after its call's deadline: no outcome will come."""
+    meta = stored.task.metadata or {}
+    timeout_ms = meta.get("timeoutMs")
+    if not isinstance(timeout_ms, int | float) or isinstance(timeout_ms, bool):
+        return False
+    return time.time() * 1000 > stored.updated + timeout_ms + margin * 1000
 
 
 def snapshot(task: Task) -> Task:
@@ -20,9 +41,14 @@ def snapshot(task: Task) -> Task:
     return msgspec.structs.replace(task)
 
 
-def is_done(task: Task) -> bool:
+def is_final(state: str) -> bool:
     """Terminal, or waiting for the client: nothing more happens by itself."""
-    return task.status.state in TERMINAL_STATES or task.status.state in INTERRUPTED_STATES
+    return state in TERMINAL_STATES or state in INTERRUPTED_STATES
+
+
+def is_done(task: Task) -> bool:
+    """The task's state is final (:func:`is_final`)."""
+    return is_final(task.status.state)
 
 
 def trimmed(task: Task, history_length: int | None) -> Task:
@@ -30,14 +56,7 @@ def trimmed(task: Task, history_length: int | None) -> Task:
     if history_length is None or len(task.history) <= history_length:
         return task
     history = task.history[len(task.history) - history_length :] if history_length else []
-    return Task(
-        id=task.id,
-        context_id=task.context_id,
-        status=task.status,
-        artifacts=task.artifacts,
-        history=history,
-        metadata=task.metadata,
-    )
+    return msgspec.structs.replace(task, history=history)
 
 
 class Run:
@@ -79,3 +98,26 @@ class Run:
         for listener in self.listeners:
             listener.close()
         self.listeners.clear()
+
+
+def show_hop(runs: Iterable[Run], record: AuditRecord, text: str, metadata: dict[str, Any]) -> None:
+    """A hop below a running task's call: a working status update on its streams (not stored).
+
+    A hop belongs to the task whose call tree holds its parent call; while a hop's
+    parent is not known yet (the records of a tree arrive as its calls end, deepest
+    first), it goes to the task only if that task is the only one running in the
+    conversation.
+    """
+    runs = [r for r in runs if r.conversation == record.conversation_id]
+    for run in runs:
+        if is_done(run.task) or (record.parent_id not in run.known and len(runs) > 1):
+            continue
+        run.known.add(record.request_id)
+        event = StreamResponse(
+            status_update=TaskStatusUpdateEvent(
+                task_id=run.task.id,
+                context_id=run.task.context_id,
+                status=status("TASK_STATE_WORKING", text, metadata),
+            )
+        )
+        run.emit(event)

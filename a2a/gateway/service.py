@@ -16,10 +16,12 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from bus.errors import A2AError, Unavailable
 from bus.ids import new_id
+from discovery.errors import redis_errors
 from transports.a2a_http import (
     A2AProtocolError,
     Message,
@@ -33,7 +35,6 @@ from transports.a2a_http import (
 from transports.a2a_http import errors as e
 
 from ..core.runtime import Runtime
-from ..stores.audit import AuditRecord
 from .auth import ANONYMOUS
 from .config import GatewayConfig
 from .follow import follow_elsewhere, follow_run
@@ -50,15 +51,15 @@ from .mapping import (
     valid_id,
 )
 from .planning import plan_for
-from .runs import Run, is_done, trimmed
+from .runs import Run, is_done, overdue, trimmed
 from .tasks import StoredTask, TaskStore, decode_token, encode_token, parse_timestamp
 
 __all__ = ["GatewayService", "Run"]
 
 log = logging.getLogger("a2a.gateway")
 
-
-_STREAM_BUFFER = 256
+Events = AsyncIterator[StreamResponse | None]
+"""A stream's events; ``None`` is a keep-alive."""
 
 
 class GatewayService:
@@ -74,6 +75,7 @@ class GatewayService:
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope = anyio.CancelScope(shield=True)
         self._stopping = False
+        self._streams_elsewhere = 0
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -124,7 +126,8 @@ class GatewayService:
             try:
                 async with self.store.listen(self.store.cancel_channel) as pubsub:
                     while True:
-                        msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                        with redis_errors("cancel requests"):
+                            msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
                         if msg is None:
                             continue
                         data = msg.get("data")
@@ -186,14 +189,32 @@ class GatewayService:
             history=[accepted],
             metadata={"agent": str(plan.route), "action": plan.action, "timeoutMs": int(timeout * 1000)},
         )
+        self._check_capacity(principal)
         stored = StoredTask(task=task, owner=principal, replica=self.replica, agent=str(plan.route))
-        await self.store.save(stored)
         run = Run(stored)
         run.conversation = conversation_of(principal, context_id)
+        self.runs[task_id] = run  # counted from here, so that concurrent sends see it
+        try:
+            await self.store.save(stored)
+            if self._tg is None or self._stopping:
+                raise A2AProtocolError(e.INTERNAL_ERROR, "the gateway is shutting down")
+        except BaseException:
+            del self.runs[task_id]
+            raise
         receive = run.listen() if listen else None
-        self.runs[task_id] = run
         self._tg.start_soon(self._execute, run, plan, timeout, principal)
         return run, receive
+
+    def _check_capacity(self, principal: str) -> None:
+        """Refuse a new task when this replica, or this user on it, runs too many already."""
+        if len(self.runs) >= self.config.max_running:
+            raise A2AProtocolError(e.INTERNAL_ERROR, "the gateway is busy: try again later or elsewhere")
+        mine = sum(1 for run in self.runs.values() if run.stored.owner == principal)
+        if mine >= self.config.max_running_per_user:
+            raise A2AProtocolError(
+                e.UNSUPPORTED_OPERATION,
+                f"you have {mine} tasks running here, the most allowed: wait for one to end",
+            )
 
     async def _execute(self, run: Run, plan: CallPlan, timeout: float, principal: str) -> None:
         final: TaskStatus | None = None
@@ -224,10 +245,15 @@ class GatewayService:
             final = status("TASK_STATE_FAILED", "the gateway could not record the task")
         finally:
             with anyio.CancelScope(shield=True):
-                try:
-                    await self._change(run, final or status("TASK_STATE_FAILED", "the gateway stopped"))
-                except Exception as exc:
-                    log.warning("task %s: final state not recorded: %s", run.task.id, exc)
+                for attempt in range(3):  # a Redis blip must not leave the task WORKING
+                    try:
+                        await self._change(run, final or status("TASK_STATE_FAILED", "the gateway stopped"))
+                        break
+                    except Exception as exc:
+                        log.warning(
+                            "task %s: final state not recorded (try %d): %s", run.task.id, attempt + 1, exc
+                        )
+                        await anyio.sleep(0.2 * (attempt + 1))
                 self.runs.pop(run.task.id, None)
                 run.close()
                 run.done.set()
@@ -256,28 +282,6 @@ class GatewayService:
         run.emit(event)
         run.unpublished.append(event)
 
-    def progress(self, record: AuditRecord, text: str, metadata: dict[str, Any]) -> None:
-        """A hop below a running task's call: a working status update on its streams (not stored).
-
-        A hop belongs to the task whose call tree holds its parent call; while a hop's
-        parent is not known yet (the records of a tree arrive as its calls end, deepest
-        first), it goes to the task only if that task is the only one running in the
-        conversation.
-        """
-        runs = [r for r in self.runs.values() if r.conversation == record.conversation_id]
-        for run in runs:
-            if is_done(run.task) or (record.parent_id not in run.known and len(runs) > 1):
-                continue
-            run.known.add(record.request_id)
-            event = StreamResponse(
-                status_update=TaskStatusUpdateEvent(
-                    task_id=run.task.id,
-                    context_id=run.task.context_id,
-                    status=status("TASK_STATE_WORKING", text, metadata),
-                )
-            )
-            run.emit(event)
-
     # -- tasks -----------------------------------------------------------------------
 
     async def owned(self, principal: str, task_id: str) -> StoredTask:
@@ -285,9 +289,17 @@ class GatewayService:
         stored = await self.store.load(task_id) if valid_id(task_id) else None
         if stored is None or stored.owner != principal:
             raise A2AProtocolError(e.TASK_NOT_FOUND, f"task {task_id} not found")
-        elsewhere = stored.replica != self.replica and task_id not in self.runs
-        if not is_done(stored.task) and elsewhere and not await self.store.is_alive(stored.replica):
-            stored.task.status = status("TASK_STATE_FAILED", "the gateway replica running this task stopped")
+        if is_done(stored.task) or task_id in self.runs:
+            return stored
+        reason = None
+        if overdue(stored, self.config.replica_ttl):
+            reason = "the task outlived its deadline without an outcome being recorded"
+        elif stored.replica != self.replica and not await self.store.is_alive(stored.replica):
+            reason = "the gateway replica running this task stopped"
+        elif stored.replica == self.replica:
+            reason = "the gateway lost this task's call"
+        if reason is not None:
+            stored.task.status = status("TASK_STATE_FAILED", reason)
             await self.store.save(stored)
         return stored
 
@@ -325,13 +337,7 @@ class GatewayService:
         for stored in found:
             task = trimmed(stored.task, history_length)
             if not include_artifacts and task.artifacts:
-                task = Task(
-                    id=task.id,
-                    context_id=task.context_id,
-                    status=task.status,
-                    history=task.history,
-                    metadata=task.metadata,
-                )
+                task = msgspec.structs.replace(task, artifacts=[])
             tasks.append(task)
         return tasks, encode_token(following) if following is not None else "", size, total
 
@@ -367,4 +373,19 @@ class GatewayService:
         run = self.runs.get(task_id)
         if run is not None:
             return follow_run(run)
-        return follow_elsewhere(self.store, stored, partial(self.owned, stored.owner))
+        if self._streams_elsewhere >= self.config.max_streams_elsewhere:
+            raise A2AProtocolError(
+                e.UNSUPPORTED_OPERATION, "too many streams of tasks on other replicas: poll GetTask instead"
+            )
+        return self._counted(follow_elsewhere(self.store, stored, partial(self.owned, stored.owner)))
+
+    async def _counted(
+        self, events: AsyncIterator[StreamResponse | None]
+    ) -> AsyncIterator[StreamResponse | None]:
+        """``events``, counted among the streams this replica follows elsewhere while they last."""
+        self._streams_elsewhere += 1
+        try:
+            async for event in events:
+                yield event
+        finally:
+            self._streams_elsewhere -= 1

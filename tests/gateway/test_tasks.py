@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
 from a2a import Settings
-from a2a.gateway import Authenticator
+from a2a.gateway import Authenticator, GatewayConfig
+from a2a.gateway.tasks import TaskStore
+from transports.a2a_http import TaskStatus
 
 from .conftest import AGENTS, V1, Gateway, action, gateway_on, message, runtime_serving
 
@@ -244,3 +247,35 @@ async def test_a_user_named_anonymous_is_a_user_or_refused(settings: Settings, t
     async with runtime_serving(settings, *AGENTS) as runtime, gateway_on(runtime, auth=auth) as gw:
         task = await gw.send(message(action("whoami")), agent="slow", headers={"X-API-Key": "key-of-nobody"})
     assert task["artifacts"][0]["parts"][0]["data"]["user"] == "anonymous"
+
+
+async def test_a_user_may_run_only_so_many_tasks_at_once(settings: Settings) -> None:
+    config = GatewayConfig(default_timeout=10, max_running_per_user=1)
+    async with runtime_serving(settings, *AGENTS) as runtime, gateway_on(runtime, config=config) as gw:
+        first = await gw.send(
+            message(action("wait", seconds=5)), agent="slow", configuration={"returnImmediately": True}
+        )
+        body = await gw.rpc("SendMessage", {"message": message(action("wait", seconds=5))}, agent="slow")
+        assert body["error"]["code"] == -32004, body
+        assert "running" in body["error"]["message"]
+        await gw.rpc("CancelTask", {"id": first["id"]}, agent="slow")
+        await gw.wait_state(first["id"], ["TASK_STATE_CANCELED"])
+        again = await gw.send(message(text="now there is room"), agent="echo")
+        assert again["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_a_task_left_working_past_its_deadline_is_failed_when_read(gateway: Gateway) -> None:
+    done = await gateway.send(message(text="x"), agent="echo")
+    store = TaskStore(gateway.runtime.registry.redis, gateway.runtime.settings.namespace)  # type: ignore[union-attr]
+    stored = await store.load(done["id"])
+    assert stored is not None
+    # As if the final write had been lost: WORKING, written long ago, by this very replica.
+    stored.task.status = TaskStatus(state="TASK_STATE_WORKING")
+    await store.save(stored)
+    await gateway.runtime.registry.redis.set(  # type: ignore[union-attr]
+        f"a2a:{{{gateway.runtime.settings.namespace}}}:task:{done['id']}",
+        msgspec.json.encode(msgspec.structs.replace(stored, updated=int(time.time() * 1000) - 3_600_000)),
+    )
+    task = await gateway.task(done["id"])
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert "deadline" in task["status"]["message"]["parts"][0]["text"]

@@ -570,3 +570,25 @@ def test_canonical_form_sorts_keys_by_utf16_and_drops_empty_values() -> None:
     text = canonical_card(plain).decode()
     assert text.startswith('{"capabilities":{"streaming":false},"defaultInputModes":["text/plain"]')
     assert '"skills"' not in text and '"signatures"' not in text  # empty and excluded
+
+
+def test_a_stream_of_endless_artifact_parts_is_cut_off() -> None:
+    progress = Progress()
+    progress.apply(event({"task": {"id": "t1", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}}))
+    chunk = {
+        "taskId": "t1",
+        "contextId": "c",
+        "artifact": {"artifactId": "a", "parts": [{"text": "x"}] * 100},
+    }
+    with pytest.raises(PayloadTooLarge):
+        for _ in range(200):  # 20,000 parts, appended to one artifact
+            progress.apply(event({"artifactUpdate": {**chunk, "append": True}}))
+    assert progress.parts <= 10_100
+
+
+def test_an_interface_on_another_host_is_not_used_unless_allowed() -> None:
+    elsewhere = card(("https://collector.example.net/rpc", "JSONRPC", "1.0"))
+    with pytest.raises(NoUsableInterface, match="own origin"):
+        choose_endpoint(elsewhere, f"{BASE}/.well-known/agent-card.json")
+    endpoint = choose_endpoint(elsewhere, f"{BASE}/.well-known/agent-card.json", any_origin=True)
+    assert endpoint.url == "https://collector.example.net/rpc"
