@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 
 from starlette.requests import ClientDisconnect, Request
@@ -12,11 +12,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from transports.a2a_http import A2AProtocolError, StreamResponse
 from transports.a2a_http import errors as e
 from transports.a2a_http.sse import format_comment
+from transports.a2a_http.versions import request_version, version_compatible
 
 from .auth import Authenticator, AuthError
 from .service import GatewayService
 
-__all__ = ["Served", "principal_or_401", "read_body", "sse_response", "unauthorized"]
+__all__ = ["Served", "check_version", "principal_or_401", "read_body", "sse_response", "unauthorized"]
 
 log = logging.getLogger("a2a.gateway")
 
@@ -92,3 +93,17 @@ def sse_response(
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
+
+
+def check_version(headers: Mapping[str, str], expected: str) -> None:
+    """Refuse a request whose ``A2A-Version`` (missing means 0.3) does not fit ``expected``.
+
+    Raises:
+        A2AProtocolError: VERSION_NOT_SUPPORTED.
+    """
+    version = request_version(headers)
+    if not version_compatible(version, expected):
+        raise A2AProtocolError(
+            e.VERSION_NOT_SUPPORTED,
+            f"A2A version '{version}' is not supported here: send the header A2A-Version: {expected}",
+        )

@@ -28,12 +28,10 @@ from transports.a2a_http.sse import format_event
 from transports.a2a_http.versions import (
     PROTOCOL_VERSION_0_3,
     PROTOCOL_VERSION_1_0,
-    request_version,
-    version_compatible,
 )
 
 from . import dispatch
-from .http_common import Served, principal_or_401, read_body, sse_response
+from .http_common import Served, check_version, principal_or_401, read_body, sse_response
 
 __all__ = ["handle_jsonrpc"]
 
@@ -63,17 +61,9 @@ async def handle_jsonrpc(request: Request, served: Served, agent: str | None) ->
     method: MethodRef | None = None
     try:
         call = parse_request(await read_body(request, served.max_body))
-        request_id = (
-            None if isinstance(call.id, type(None)) or not isinstance(call.id, str | int) else call.id
-        )
+        request_id = call.id if isinstance(call.id, str | int) else None
         method = resolve_method(call.method)
-        version = request_version(request.headers)
-        expected = PROTOCOL_VERSION_0_3 if method.legacy else PROTOCOL_VERSION_1_0
-        if not version_compatible(version, expected):
-            raise A2AProtocolError(
-                e.VERSION_NOT_SUPPORTED,
-                f"A2A version '{version}' is not supported by this handler. Expected version '{expected}'.",
-            )
+        check_version(request.headers, PROTOCOL_VERSION_0_3 if method.legacy else PROTOCOL_VERSION_1_0)
         if method.operation is Operation.LIST_TASKS and method.legacy:
             raise A2AProtocolError(e.METHOD_NOT_FOUND)
         params = decode_params(method, call.params)

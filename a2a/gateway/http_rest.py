@@ -22,12 +22,10 @@ from transports.a2a_http.sse import format_event
 from transports.a2a_http.versions import (
     A2A_JSON_MEDIA_TYPE,
     PROTOCOL_VERSION_1_0,
-    request_version,
-    version_compatible,
 )
 
 from . import dispatch
-from .http_common import Served, principal_or_401, read_body, sse_response
+from .http_common import Served, check_version, principal_or_401, read_body, sse_response
 
 __all__ = ["handle_rest"]
 
@@ -66,12 +64,7 @@ async def handle_rest(
     if isinstance(principal, Response):
         return principal
     try:
-        version = request_version(request.headers)
-        if not version_compatible(version, PROTOCOL_VERSION_1_0):
-            raise A2AProtocolError(
-                e.VERSION_NOT_SUPPORTED,
-                f"A2A version '{version}' is not supported here: send the header A2A-Version: 1.0",
-            )
+        check_version(request.headers, PROTOCOL_VERSION_1_0)
         params = await _params(request, op, task_id, served.max_body)
         service = served.service
         with service.runtime.telemetry.server_span(f"A2A {op.value}", request.headers):
