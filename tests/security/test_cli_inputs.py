@@ -7,7 +7,6 @@ environment: NATS_URL and REDIS_URL point at closed ports unless a case needs a 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import re
@@ -361,10 +360,6 @@ def test_ctrl_c_exits_130_quietly(silent_server: socket.socket, command: tuple[s
     assert err == "" and out == ""
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("a2a.cli.redis_config") is None,
-    reason="a2a.cli.redis_config (Redis ACL generation) is not in this tree yet",
-)
 def test_redis_config_reports_a_missing_roster_in_one_line() -> None:
     out = a2a("redis-config", "--roster", "/nope", env=clean_env())
     assert out.returncode == 2 and "Traceback" not in out.stderr
