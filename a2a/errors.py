@@ -20,6 +20,7 @@ A2AError                                  (code varies; unknown codes decode to 
 ├── UnknownAction (LookupError)           UNKNOWN_ACTION
 ├── NoCapableAgent (LookupError)          NO_CAPABLE_AGENT
 ├── Unavailable (ConnectionError)         UNAVAILABLE
+├── InputRequired                         INPUT_REQUIRED
 └── AgentError                            AGENT_ERROR
 """
 
@@ -31,6 +32,7 @@ from bus.errors import Cancelled as Cancelled
 from bus.errors import CycleDetected as CycleDetected
 from bus.errors import DeadlineExceeded as DeadlineExceeded
 from bus.errors import FanOutExceeded as FanOutExceeded
+from bus.errors import InputRequired as InputRequired
 from bus.errors import InvalidEnvelope as InvalidEnvelope
 from bus.errors import InvalidParams as InvalidParams
 from bus.errors import LimitExceeded as LimitExceeded
@@ -57,6 +59,7 @@ __all__ = [
     "CycleDetected",
     "DeadlineExceeded",
     "FanOutExceeded",
+    "InputRequired",
     "InvalidEnvelope",
     "InvalidParams",
     "LimitExceeded",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from .errors import A2AError
 from .tasks import loop_clock
@@ -36,7 +37,7 @@ class Reply:
     be sent again after the connection was lost.
     """
 
-    __slots__ = ("deadline", "future", "instance", "local", "opened", "request", "subject")
+    __slots__ = ("deadline", "future", "instance", "local", "on_progress", "opened", "request", "subject")
 
     def __init__(self, future: asyncio.Future[Outcome], opened: float, deadline: float, subject: str) -> None:
         self.future = future
@@ -47,6 +48,8 @@ class Reply:
         self.request: tuple[bytes, str, Mapping[str, str] | None] | None = None
         self.local = False
         """Delivered to a callee in this process (nothing to send again after a reconnect)."""
+        self.on_progress: Callable[[Any], None] | None = None
+        """Called with each progress update the callee sends, when the caller asked for them."""
 
 
 class PendingCalls:

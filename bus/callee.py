@@ -31,6 +31,7 @@ from .protocol import (
     CANCEL_HEADER,
     DEADLINE,
     PROBE_HEADER,
+    PROGRESS_HEADER,
     REPLY_CACHE_BYTES,
     REPLY_CACHE_SIZE,
     WITHDRAWN,
@@ -112,6 +113,8 @@ class Endpoint:
         self.cancel_rejects = Rejects(log, f"{instance_id}: cancel notice")
         """Cancel notices dropped: malformed, or not from the sender of the call they name."""
         self.held: dict[str, Held] = {}
+        self._early: dict[str, str] = {}
+        """Calls withdrawn before they were held (still queued here) -> their sender; oldest first."""
         self._runtime_replies = runtime_replies
         self._strict = strict
         self.reply_rejects = Rejects(log, f"{instance_id}: message")
@@ -195,6 +198,8 @@ class Endpoint:
     def hold(self, correlation_id: str, held: Held) -> None:
         """Track a call being handled: acknowledged while it lasts, stopped at its deadline or withdrawal."""
         self.held[correlation_id] = held
+        if self._early and self._early.pop(correlation_id, None) == held.sender:
+            held.cancel(WITHDRAWN)  # withdrawn while it waited to be handled
 
     def release(self, correlation_id: str, held: Held) -> None:
         """The handling of ``held`` ended: from now on nothing cancels its task on its behalf."""
@@ -218,7 +223,10 @@ class Endpoint:
         """
         for correlation_id in correlation_ids:
             held = self.held.get(correlation_id)
-            if held is None:
+            if held is None:  # not held yet (queued here), or not here at all: remembered a while
+                self._early[correlation_id] = sender
+                if len(self._early) > EARLY_CANCELS:
+                    del self._early[next(iter(self._early))]
                 continue
             if held.sender != sender:
                 self.cancel_rejects("not the sender", f"{correlation_id} from {sender!r}")
@@ -343,11 +351,21 @@ class Endpoint:
         except A2AError as exc:
             log.warning("%s: reply to %s lost: %s", self.instance_id, reply, exc)
 
+    async def progress(self, reply: str, data: bytes) -> None:
+        """Send a progress update on a call's reply subject (runtime callers only: a plain
+        NATS requester would take it for the reply)."""
+        if reply.startswith(self._runtime_replies):
+            await self._publish(reply, data, {PROGRESS_HEADER: "1"})
+
     async def _publish(self, subject: str, data: bytes, headers: Mapping[str, str] | None = None) -> None:
         try:
             await self.link.publish(subject, data, headers=headers)
         except A2AError as exc:
             log.warning("%s: reply to %s lost: %s", self.instance_id, subject, exc)
+
+
+EARLY_CANCELS = 1024
+"""Withdrawals of calls not held yet that an endpoint remembers (the oldest are forgotten)."""
 
 
 def _now_ms() -> int:

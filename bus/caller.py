@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -32,7 +33,17 @@ from .errors import (
 from .ids import new_id
 from .limits import check_hops
 from .link import Link
-from .protocol import ACK_HEADER, CANCEL_HEADER, PROBE_HEADER, REPLIES_HEADER, SETTLING, encode_cancel
+from .protocol import (
+    ACK_HEADER,
+    CANCEL_HEADER,
+    MALFORMED,
+    PROBE_HEADER,
+    PROGRESS_HEADER,
+    REPLIES_HEADER,
+    SETTLING,
+    decode_progress,
+    encode_cancel,
+)
 from .rejects import Rejects
 from .subjects import instance_agent, is_name
 from .tasks import TaskSet
@@ -53,6 +64,7 @@ class CallerStats:
     invalid_replies: int = 0
     lost: int = 0
     resent: int = 0
+    progress_dropped: int = 0  # for calls that ended or did not ask for them, or malformed
 
 
 class Caller:
@@ -98,8 +110,10 @@ class Caller:
         *,
         timeout: float,
         headers: Mapping[str, str] | None = None,
+        on_progress: Callable[[Any], None] | None = None,
     ) -> ResponseEnvelope:
-        """Send a request and wait for its response, ``timeout`` seconds at most.
+        """Send a request and wait for its response, ``timeout`` seconds at most; meanwhile
+        ``on_progress`` gets each progress update the callee sends (a decoded JSON value).
 
         The envelope is this hop's own: built for it with ``hopCount`` counting it and
         ``ttlMs`` the time left (envelopes are values; a retry sends another one).
@@ -124,6 +138,7 @@ class Caller:
         reply = self.reply_prefix + correlation_id
         slot.request = (data, reply, headers)
         slot.local = self.link.is_local(subject)
+        slot.on_progress = on_progress
         try:
             await self.link.publish(subject, data, reply=reply, headers=headers)
             outcome = await slot.future
@@ -214,6 +229,9 @@ class Caller:
             if ACK_HEADER in headers:
                 self._on_ack(correlation_id, headers[ACK_HEADER])
                 return
+            if PROGRESS_HEADER in headers:
+                self._on_progress(correlation_id, msg.data)
+                return
             if is_no_responders(msg):
                 if not self._retry_while_settling(correlation_id):
                     self.pending.resolve(correlation_id, NO_RESPONDERS)
@@ -233,6 +251,19 @@ class Caller:
         else:
             self.stats.invalid_replies += 1
             self.rejects("acknowledgement", f"{instance!r} for a call to {slot.subject}")
+
+    def _on_progress(self, correlation_id: str, data: bytes) -> None:
+        """Hand a progress update to its call's callback: dropped and counted when the call
+        ended or did not ask for them, or the update is malformed."""
+        slot = self.pending.get(correlation_id)
+        update = decode_progress(data)
+        if slot is None or slot.on_progress is None or update is MALFORMED:
+            self.stats.progress_dropped += 1
+            return
+        try:
+            slot.on_progress(update)
+        except Exception:  # the callback's bug must not end the reply subscription
+            log.exception("progress callback of call %s failed", correlation_id)
 
     def _on_batch(self, data: bytes) -> None:
         """Settle each call a reply batch answers (``bus/protocol.py``); bad lines are dropped.

@@ -42,6 +42,7 @@ __all__ = [
     "CycleDetected",
     "DeadlineExceeded",
     "FanOutExceeded",
+    "InputRequired",
     "InvalidEnvelope",
     "InvalidParams",
     "LimitExceeded",
@@ -208,6 +209,16 @@ class Unavailable(A2AError, ConnectionError):
     code = "UNAVAILABLE"
 
 
+class InputRequired(A2AError):
+    """The agent stopped to ask for input (a LangGraph ``interrupt()``, say).
+
+    ``details`` says what it asks (``interrupts``) and how to answer: call the same
+    agent again with the details' ``resume`` parameters plus the answer.
+    """
+
+    code = "INPUT_REQUIRED"
+
+
 class AgentError(A2AError):
     """The handler raised; the message is the exception's text, never a traceback."""
 
@@ -235,6 +246,7 @@ _BY_CODE: dict[str, type[A2AError]] = {
         UnknownAction,
         NoCapableAgent,
         Unavailable,
+        InputRequired,
         AgentError,
     )
 }

@@ -12,6 +12,10 @@ reply itself, four control messages travel:
                                                  instance holding it when the caller knows
                                                  it, else on ``a2a.<ns>.cancel.<agent>.<sender>``
 
+    callee -> caller   A2A-Progress: 1           on the reply subject of a call, before its
+                                                 reply: a JSON value telling how the work goes
+                                                 (at most PROGRESS_BYTES; only to runtimes)
+
 A dead instance has no subscription left, so a probe to it is answered by the server's
 "no responders" status, and the caller ends the call with AGENT_LOST. A callee accepts a
 cancel only from the sender of the call it withdraws (the sender token of both subjects).
@@ -29,7 +33,7 @@ per message.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import Meta
@@ -40,7 +44,10 @@ __all__ = [
     "ALIVE_HEADER",
     "CANCEL_HEADER",
     "DEADLINE",
+    "MALFORMED",
     "PROBE_HEADER",
+    "PROGRESS_BYTES",
+    "PROGRESS_HEADER",
     "REPLIES_HEADER",
     "REPLY_CACHE_BYTES",
     "REPLY_CACHE_SIZE",
@@ -50,6 +57,7 @@ __all__ = [
     "WITHDRAWN",
     "CancelNotice",
     "decode_cancel",
+    "decode_progress",
     "encode_cancel",
 ]
 
@@ -58,6 +66,9 @@ PROBE_HEADER = "A2A-Probe"
 ALIVE_HEADER = "A2A-Alive"
 REPLIES_HEADER = "A2A-Replies"
 CANCEL_HEADER = "A2A-Cancel"
+PROGRESS_HEADER = "A2A-Progress"
+PROGRESS_BYTES = 16 * 1024
+"""The largest progress update; larger ones are dropped by the callee (and by the caller)."""
 
 ACK_AFTER = 0.2
 """Calls still in hand after this long are acknowledged to their callers, who then probe."""
@@ -90,6 +101,22 @@ _decoder = msgspec.json.Decoder(CancelNotice)
 
 def encode_cancel(correlation_id: str) -> bytes:
     return _encoder.encode(CancelNotice(correlation_ids=[correlation_id]))
+
+
+MALFORMED = object()
+"""What :func:`decode_progress` returns for bytes that are not a progress update."""
+
+_decode_json = msgspec.json.Decoder().decode
+
+
+def decode_progress(data: bytes) -> Any:
+    """A progress update's JSON value, or MALFORMED (not JSON, or over PROGRESS_BYTES)."""
+    if len(data) > PROGRESS_BYTES:
+        return MALFORMED
+    try:
+        return _decode_json(data)
+    except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError, ValueError):
+        return MALFORMED
 
 
 def decode_cancel(data: bytes) -> CancelNotice | None:

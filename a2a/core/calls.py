@@ -12,6 +12,7 @@ CallPath.request(target, action, params, parent=ctx)
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import anyio
@@ -102,6 +103,7 @@ class CallPath:
         delegation: Delegation | None = None,
         fan_out: int | None = None,
         correlation_id: str | None = None,
+        on_progress: Callable[[Any], None] | None = None,
     ) -> ResponseEnvelope:
         """Send one request and return its response.
 
@@ -192,7 +194,9 @@ class CallPath:
                     attempts += 1
                     sent = True
                     try:
-                        response = await self._caller.request(subject, env, timeout=left, headers=headers)
+                        response = await self._caller.request(
+                            subject, env, timeout=left, headers=headers, on_progress=on_progress
+                        )
                         break
                     except NoResponders:
                         if instance is None or self.view is None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from bus.errors import A2AError, BudgetExceeded, FanOutExceeded, PermissionDenied
 from bus.handoff import Delegation, Grants
+from bus.protocol import PROGRESS_BYTES
 from bus.wire import NotificationEnvelope, Priority, RequestEnvelope, ResponseEnvelope, TokenUsage
 
 from ..delegation.roster import AgentRules
@@ -19,6 +23,9 @@ from .services import Services
 from .slots import Lease
 
 __all__ = ["Context", "Instance"]
+
+log = logging.getLogger("a2a.agent")
+_encode = msgspec.json.Encoder().encode
 
 
 def _narrow(inherited: list[str] | None, requested: Sequence[str] | None) -> list[str] | None:
@@ -39,6 +46,8 @@ class Instance:
     calls: CallPath
     agent: str
     instance_id: str
+    progress: Callable[[str, bytes], Awaitable[None]]
+    """Sends a progress update on a reply subject (the hosting endpoint's)."""
 
 
 class Context(Delegating):
@@ -180,26 +189,61 @@ class Context(Delegating):
                 details={"used": self.usage.total, "budget": self.request.metadata.budget},
             )
 
-    def _reserve(self, requested: int | None) -> int | None:
+    def _reserve(self, requested: int | None) -> tuple[int | None, int]:
+        """A child call's budget, and how much of this handler's it holds until it settles.
+
+        An explicit ``requested`` amount is held. Without one, the child may use all that
+        is left but holds nothing: calls made in parallel (a framework running several
+        tool calls at once) share what is left instead of the first taking it all. Such
+        siblings may together spend more than was left; once settled, the overspend
+        refuses this handler's next call and its next :meth:`report_usage`.
+        """
         left = self.budget_left
         if left is None:
-            return requested
-        amount = left if requested is None else requested
-        if amount <= 0 or amount > left:
+            return requested, 0
+        if requested is None:
+            if left <= 0:
+                raise BudgetExceeded(
+                    f"no budget left for a call: {self.usage.total} of {self.request.metadata.budget} used",
+                    details={"left": left},
+                )
+            return left, 0
+        if requested <= 0 or requested > left:
             raise BudgetExceeded(
-                f"a call needing {amount} tokens cannot be paid for: {left} of the budget left",
-                details={"requested": amount, "left": left},
+                f"a call needing {requested} tokens cannot be paid for: {left} of the budget left",
+                details={"requested": requested, "left": left},
             )
-        self._reserved += amount
-        return amount
+        self._reserved += requested
+        return requested, requested
 
-    def _settle(self, reserved: int | None, used: TokenUsage | None) -> None:
-        if reserved is not None and self.request.metadata.budget is not None:
-            self._reserved -= reserved
+    def _settle(self, held: int, used: TokenUsage | None) -> None:
+        self._reserved -= held
         if used is not None:
             self.usage.prompt += used.prompt
             self.usage.completion += used.completion
             self.usage.total += used.total
+
+    async def progress(self, update: Any) -> None:
+        """Tell the caller how the work goes (a JSON-serialisable value), before the result.
+
+        The caller sees it when it asked to (``on_progress`` of :meth:`call` and
+        :meth:`a2a.Runtime.request`; the A2A gateway streams it as a status update).
+        Best effort: it never raises, and an update nobody listens to is dropped. An
+        update that is not JSON-serialisable or larger than 16 KiB encoded is dropped
+        and logged.
+        """
+        lease = self._lease
+        if lease is None or not lease.reply:
+            return  # a notification: nobody waits
+        try:
+            data = _encode(update)
+        except (TypeError, ValueError, OverflowError) as exc:
+            log.warning("%s: progress update dropped: %s", self.agent, exc)
+            return
+        if len(data) > PROGRESS_BYTES:
+            log.warning("%s: progress update of %d bytes dropped", self.agent, len(data))
+            return
+        await self._instance.progress(lease.reply, data)
 
     # -- calling other agents -----------------------------------------------------------
 
@@ -214,14 +258,17 @@ class Context(Delegating):
         budget: int | None = None,
         allowed_tools: Sequence[str] | None = None,
         allow_nested_calls: bool = True,
+        on_progress: Callable[[Any], None] | None = None,
     ) -> Any:
         """Call another agent and return its result.
 
         ``target`` is an agent name, :func:`a2a.by_instance` or :func:`a2a.by_capability`.
-        ``budget`` reserves tokens for the call (default: all that is left);
+        ``budget`` reserves tokens for the call (default: it may use all that is
+        left, shared with calls made in parallel);
         ``allowed_tools`` narrows the callee's tools; ``allow_nested_calls=False``
-        forbids it to delegate further. While the call is out, this handler's
-        concurrency slot is lent to other requests.
+        forbids it to delegate further; ``on_progress`` gets the callee's progress
+        updates. While the call is out, this handler's concurrency slot is lent to
+        other requests.
 
         Raises:
             A2AError: the typed error the call ended with.
@@ -234,6 +281,7 @@ class Context(Delegating):
             priority=priority,
             budget=budget,
             grants=self._child_grants(allowed_tools, allow_nested_calls),
+            on_progress=on_progress,
         )
         return response.payload.result
 
@@ -260,6 +308,7 @@ class Context(Delegating):
         grants: Grants | None,
         delegation: Delegation | None = None,
         correlation_id: str | None = None,
+        on_progress: Callable[[Any], None] | None = None,
     ) -> ResponseEnvelope:
         if self.request.grants is not None and not self.request.grants.allow_nested_calls:
             raise PermissionDenied(
@@ -275,7 +324,7 @@ class Context(Delegating):
                 hop=self.hop,
                 details={"fanOut": self._children + 1, "maxFanOut": limit},
             )
-        reserved = self._reserve(budget)
+        reserved, held = self._reserve(budget)
         self._children += 1
         used: TokenUsage | None = None
         # While the call is out this handler's slot is lent to other requests, so agents
@@ -294,6 +343,7 @@ class Context(Delegating):
                 delegation=delegation,
                 fan_out=self._children,
                 correlation_id=correlation_id,
+                on_progress=on_progress,
             )
             used = response.payload.usage
             return response
@@ -302,7 +352,7 @@ class Context(Delegating):
             raise
         finally:
             self._children -= 1
-            self._settle(reserved, used)
+            self._settle(held, used)
             if lent:
                 assert self._lease is not None
                 await self._lease.take()

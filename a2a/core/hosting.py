@@ -104,7 +104,7 @@ class AgentHost:
         """Messages refused before they could be read as a request (counted, logged at a bounded rate)."""
         self._tasks = TaskSet()
         self._workers = Workers(self._handle, self._tasks)
-        self._instance = Instance(services, calls, agent.name, self.instance_id)
+        self._instance = Instance(services, calls, agent.name, self.instance_id, self._progress)
         self._sender_of = bus.subjects.sender_of
         self._resources = AsyncExitStack()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -215,6 +215,10 @@ class AgentHost:
             f"{self.instance_id} has {self.accepted} requests in hand; retry later", agent=self.agent.name
         )
         await self.endpoint.fail(msg.reply, None, error)
+
+    async def _progress(self, reply: str, data: bytes) -> None:
+        if self.endpoint is not None:
+            await self.endpoint.progress(reply, data)
 
     async def _handle(self, msg: Message) -> None:
         """Decode, admit, run, reply, count and audit one message: the callee's hot path.

@@ -298,12 +298,14 @@ class Runtime:
         conversation_id: str | None = None,
         priority: Priority | None = None,
         budget: int | None = None,
+        on_progress: Callable[[Any], None] | None = None,
     ) -> Any:
         """Call an agent from outside any agent and return its result.
 
         ``timeout`` is the call's deadline in seconds (default ``settings.default_timeout``);
         ``user_id`` is carried down the whole call chain; ``budget`` caps the tokens the
-        call and everything it delegates may use.
+        call and everything it delegates may use; ``on_progress`` is called with each
+        progress update the callee sends (:meth:`a2a.Context.progress`).
 
         Raises:
             A2AError: the typed error the call ended with.
@@ -317,6 +319,7 @@ class Runtime:
             conversation_id=conversation_id,
             priority=priority,
             budget=budget,
+            on_progress=on_progress,
         )
         return response.payload.result
 
@@ -332,6 +335,7 @@ class Runtime:
         priority: Priority | None = None,
         budget: int | None = None,
         correlation_id: str | None = None,
+        on_progress: Callable[[Any], None] | None = None,
     ) -> ResponseEnvelope:
         """Like :meth:`call`, returning the whole response envelope (usage, hop, ids).
 
@@ -349,6 +353,7 @@ class Runtime:
             priority=priority,
             budget=budget,
             correlation_id=correlation_id,
+            on_progress=on_progress,
         )
 
     async def notify(

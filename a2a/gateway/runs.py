@@ -10,19 +10,23 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from bus.ids import new_id
 from transports.a2a_http import (
     INTERRUPTED_STATES,
     TERMINAL_STATES,
+    Message,
+    Part,
     StreamResponse,
     Task,
+    TaskStatus,
     TaskStatusUpdateEvent,
 )
 
 from ..stores.audit import AuditRecord
-from .mapping import status
+from .mapping import now_rfc3339, status
 from .tasks import StoredTask
 
-__all__ = ["Run", "is_done", "is_final", "overdue", "show_hop", "snapshot", "trimmed"]
+__all__ = ["Run", "is_done", "is_final", "overdue", "show_hop", "show_progress", "snapshot", "trimmed"]
 
 _STREAM_BUFFER = 256
 
@@ -121,3 +125,21 @@ def show_hop(runs: Iterable[Run], record: AuditRecord, text: str, metadata: dict
             )
         )
         run.emit(event)
+
+
+def show_progress(run: Run, update: Any) -> None:
+    """A progress update of the task's call (:meth:`a2a.Context.progress`): a working status
+    update on its streams (not stored), a text part for a string, else a data part."""
+    if is_done(run.task):
+        return
+    part = Part(text=update) if isinstance(update, str) else Part(data=update)
+    message = Message(message_id=new_id(), role="ROLE_AGENT", parts=[part], metadata={"progress": True})
+    run.emit(
+        StreamResponse(
+            status_update=TaskStatusUpdateEvent(
+                task_id=run.task.id,
+                context_id=run.task.context_id,
+                status=TaskStatus(state="TASK_STATE_WORKING", message=message, timestamp=now_rfc3339()),
+            )
+        )
+    )

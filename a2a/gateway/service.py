@@ -9,6 +9,7 @@ so any replica can answer for it (see :mod:`a2a.gateway.tasks`).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator
 from functools import partial
@@ -51,7 +52,7 @@ from .mapping import (
     valid_id,
 )
 from .planning import plan_for
-from .runs import Run, is_done, overdue, trimmed
+from .runs import Run, is_done, overdue, show_progress, trimmed
 from .tasks import StoredTask, TaskStore, decode_token, encode_token, parse_timestamp
 
 __all__ = ["GatewayService", "Run"]
@@ -230,6 +231,7 @@ class GatewayService:
                         user_id=None if principal == ANONYMOUS else principal,
                         conversation_id=run.conversation,
                         correlation_id=run.task.id,
+                        on_progress=functools.partial(show_progress, run),
                     )
                 except A2AError as exc:
                     final = error_status(exc, shown(exc, plan.route, self.runtime.redactor.redact))

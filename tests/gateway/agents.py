@@ -48,12 +48,21 @@ async def whoami(ctx: Context, params: dict[str, Any]) -> Any:
     return {"user": ctx.user_id, "conversation": ctx.conversation_id}
 
 
-front = Agent("front", capabilities=["fronting"])
+front = Agent("front", capabilities=["fronting"], metadata={"defaultAction": "relay"})
 
 
 @front.action("relay")
 async def relay(ctx: Context, params: dict[str, Any]) -> Any:
     return {"relayed": await ctx.call("echo", "say", {"text": params.get("text", "")})}
+
+
+@front.action("steps")
+async def steps(ctx: Context, params: dict[str, Any]) -> Any:
+    """Reports each step as progress (a string, then objects) before the result."""
+    await ctx.progress("starting")
+    for i in range(int(params.get("n", 3))):
+        await ctx.progress({"step": i})
+    return "stepped"
 
 
 chain = Agent("chain", capabilities=["chaining"])

@@ -64,6 +64,31 @@ async def test_rest_streams_carry_hops_too(gateway: Gateway) -> None:
     assert [next(iter(e)) for e in events][-2:] == ["artifactUpdate", "statusUpdate"]
 
 
+async def test_a_handlers_progress_streams_as_working_updates_before_the_result(gateway: Gateway) -> None:
+    body = rpc_body("SendStreamingMessage", {"message": message(action("steps", n=3))}, "p1")
+    events = [frame["result"] for frame in await collect(gateway, "/agents/front", body)]
+    updates = [
+        e["statusUpdate"]["status"]["message"]
+        for e in events
+        if "statusUpdate" in e
+        and ((e["statusUpdate"]["status"].get("message") or {}).get("metadata") or {}).get("progress")
+    ]
+    assert [m["parts"][0] for m in updates] == [
+        {"text": "starting"},
+        {"data": {"step": 0}},
+        {"data": {"step": 1}},
+        {"data": {"step": 2}},
+    ]
+    assert all(
+        e["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
+        for e in events
+        if "statusUpdate" in e and e["statusUpdate"]["status"].get("message") in updates
+    )
+    assert state_of(events[-1]) == "TASK_STATE_COMPLETED"
+    task = await gateway.task(events[0]["task"]["id"])
+    assert task["artifacts"][0]["parts"][0]["text"] == "stepped"
+
+
 async def test_a_client_that_disconnects_mid_stream_leaves_the_task_running(gateway: Gateway) -> None:
     with anyio.fail_after(5):
         async with gateway.client.stream(

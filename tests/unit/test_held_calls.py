@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from a2a import A2AError, Agent, Context
+from bus.callee import Held
 
 from .conftest import MakeRuntime
 
@@ -84,3 +85,48 @@ async def test_a_deadline_seen_for_a_finished_call_does_not_stop_the_next_one(
     assert results["z"] == "z"
     assert stopped == []
     assert host.stats.handled == LONG + 2
+
+
+async def test_a_call_withdrawn_before_it_is_held_is_stopped_as_soon_as_it_is(
+    make_runtime: MakeRuntime,
+) -> None:
+    # The cancel notice travels on another subscription and may overtake the request,
+    # which waits in the instance's queue: the withdrawal must not be lost.
+    agent = Agent("w")
+    started: list[str] = []
+
+    @agent.action("wait")
+    async def wait(ctx: Context, params: dict[str, Any]) -> Any:
+        started.append(params["k"])
+        await asyncio.sleep(LONG)
+
+    server = await make_runtime()
+    await server.serve(agent)
+    endpoint = server.hosts["w"].endpoint
+    assert endpoint is not None
+    loop = asyncio.get_running_loop()
+
+    def held(sender: str) -> Held:
+        return Held(loop.create_task(asyncio.sleep(LONG)), "", 0.0, LONG, sender)
+
+    endpoint.withdraw(["early"], "client-a")
+    someone_else = held("client-b")
+    endpoint.hold("early", someone_else)  # only the call's own sender may withdraw it
+    assert someone_else.reason is None
+    endpoint.release("early", someone_else)
+    endpoint.withdraw(["early"], "client-a")
+    mine = held("client-a")
+    endpoint.hold("early", mine)
+    assert mine.reason == "withdrawn"
+    await asyncio.sleep(0)
+    assert mine.task.cancelled()
+    someone_else.task.cancel()
+    for i in range(2000):  # a flood of withdrawals of unknown calls is bounded: the oldest go
+        endpoint.withdraw([f"junk-{i}"], "client-a")
+    oldest, newest = held("client-a"), held("client-a")
+    endpoint.hold("junk-0", oldest)
+    endpoint.hold("junk-1999", newest)
+    assert oldest.reason is None and newest.reason == "withdrawn"
+    for h in (oldest, newest):
+        h.task.cancel()
+    assert started == []
