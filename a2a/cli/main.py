@@ -50,6 +50,7 @@ from .info import (
     cmd_schemas,
 )
 from .run import cmd_bench, cmd_call, cmd_demo, cmd_serve, cmd_up
+from .stdio import add_stdio_parser
 
 __all__ = ["build_parser", "main", "run_command"]
 
@@ -128,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_gateway_parser(sub, common, _connection_options)
     add_attach_parser(sub, common, _connection_options)
+    add_stdio_parser(sub, common, _connection_options)
 
     p = sub.add_parser(
         "agents", parents=common, help="list the registry: instances, capabilities, status, load"
@@ -310,7 +312,11 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _configure_logging(args: argparse.Namespace) -> None:
     level = os.environ.get("A2A_LOG_LEVEL") or (
-        "DEBUG" if args.verbose > 1 else "INFO" if args.verbose or args.command == "serve" else "WARNING"
+        "DEBUG"
+        if args.verbose > 1
+        else "INFO"
+        if args.verbose or args.command in ("serve", "serve-stdio")
+        else "WARNING"
     )
     try:
         logging.basicConfig(

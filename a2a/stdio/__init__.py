@@ -1,0 +1,44 @@
+"""Local programs that speak the prompt channel's NDJSON on stdio, served as bus agents.
+
+``stdio_agent(name, command, pool=N)`` runs N processes of ``command`` behind one agent
+(``peer``); each call becomes one ``desktop.local_prompt.request`` frame on a free
+process's stdin and ends with its one ``desktop.local_prompt.response`` on stdout
+(``frames``). One process (``channel``, with the request in flight in ``pending``) takes
+one request at a time, read line by line within bounds (``lines``); its stderr goes to
+the log and protocol violations are counted, never fatal (``stats``). The pool
+(``pool``) restarts processes that exit, with back-off; what to run is checked up front
+(``process``); timeouts, grace periods and bounds are in ``config``. ``a2a serve-stdio
+NAME -- COMMAND ...`` serves one from the command line.
+"""
+
+from .config import StdioConfig as StdioConfig
+from .config import turn_timeout as turn_timeout
+from .frames import PROMPT_SCHEMA as PROMPT_SCHEMA
+from .frames import Constraints as Constraints
+from .frames import HistoryTurn as HistoryTurn
+from .frames import LocalPromptProgress as LocalPromptProgress
+from .frames import LocalPromptRequest as LocalPromptRequest
+from .frames import LocalPromptResponse as LocalPromptResponse
+from .peer import DEFAULT_ACTION as DEFAULT_ACTION
+from .peer import RUN_SCHEMA as RUN_SCHEMA
+from .peer import StdioPeer as StdioPeer
+from .peer import stdio_agent as stdio_agent
+from .pool import ProcessInfo as ProcessInfo
+from .stats import StdioStats as StdioStats
+
+__all__ = [
+    "DEFAULT_ACTION",
+    "PROMPT_SCHEMA",
+    "RUN_SCHEMA",
+    "Constraints",
+    "HistoryTurn",
+    "LocalPromptProgress",
+    "LocalPromptRequest",
+    "LocalPromptResponse",
+    "ProcessInfo",
+    "StdioConfig",
+    "StdioPeer",
+    "StdioStats",
+    "stdio_agent",
+    "turn_timeout",
+]
