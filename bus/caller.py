@@ -256,12 +256,13 @@ class Caller:
         """Hand a progress update to its call's callback: dropped and counted when the call
         ended or did not ask for them, or the update is malformed."""
         slot = self.pending.get(correlation_id)
-        update = decode_progress(data)
-        if slot is None or slot.on_progress is None or update is MALFORMED:
+        on_progress = None if slot is None else slot.on_progress
+        update = MALFORMED if on_progress is None else decode_progress(data)
+        if on_progress is None or update is MALFORMED:
             self.stats.progress_dropped += 1
             return
         try:
-            slot.on_progress(update)
+            on_progress(update)
         except Exception:  # the callback's bug must not end the reply subscription
             log.exception("progress callback of call %s failed", correlation_id)
 
