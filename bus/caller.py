@@ -64,7 +64,7 @@ class CallerStats:
     invalid_replies: int = 0
     lost: int = 0
     resent: int = 0
-    progress_dropped: int = 0  # for calls that ended or did not ask for them, or malformed
+    progress_dropped: int = 0  # for calls that ended or did not ask for them, or malformed updates
 
 
 class Caller:
@@ -253,8 +253,7 @@ class Caller:
             self.rejects("acknowledgement", f"{instance!r} for a call to {slot.subject}")
 
     def _on_progress(self, correlation_id: str, data: bytes) -> None:
-        """Hand a progress update to its call's callback: dropped and counted when the call
-        ended or did not ask for them, or the update is malformed."""
+        """Hand a progress update to its call's callback (dropped and counted: see CallerStats)."""
         slot = self.pending.get(correlation_id)
         on_progress = None if slot is None else slot.on_progress
         update = MALFORMED if on_progress is None else decode_progress(data)

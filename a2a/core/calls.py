@@ -104,6 +104,7 @@ class CallPath:
         fan_out: int | None = None,
         correlation_id: str | None = None,
         on_progress: Callable[[Any], None] | None = None,
+        max_hops: int | None = None,
     ) -> ResponseEnvelope:
         """Send one request and return its response.
 
@@ -132,6 +133,8 @@ class CallPath:
             fan_out=fan_out,
             correlation_id=correlation_id,
         )
+        if max_hops is not None and max_hops < meta.max_hops:
+            meta.max_hops = max(1, max_hops)
         source = parent.agent if parent is not None else self.client
         env = RequestEnvelope(
             message_id=new_id(),

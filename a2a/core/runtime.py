@@ -336,12 +336,14 @@ class Runtime:
         budget: int | None = None,
         correlation_id: str | None = None,
         on_progress: Callable[[Any], None] | None = None,
+        max_hops: int | None = None,
     ) -> ResponseEnvelope:
         """Like :meth:`call`, returning the whole response envelope (usage, hop, ids).
 
         ``correlation_id`` names the call (a new random id by default): an entry point that
         keeps its own id for the call (the A2A gateway's task id) finds its hops in the
-        audit records by it (their ``parentId``). It must be unguessable.
+        audit records by it (their ``parentId``). It must be unguessable. ``max_hops``
+        lowers the hop limit of the whole call tree below ``settings.max_hops``.
         """
         return await self.calls.request(
             target,
@@ -354,6 +356,7 @@ class Runtime:
             budget=budget,
             correlation_id=correlation_id,
             on_progress=on_progress,
+            max_hops=max_hops,
         )
 
     async def notify(

@@ -1,0 +1,159 @@
+"""Which remote agents a local profile may send to, how often and how many at once.
+
+Per local profile (and per user, since sessions are the user's): the seed's
+``allowSharedAgentCalls`` (default deny), ``allowedSharedDeviceIds`` (the remote agents
+allowed; none until listed), ``maxConcurrentSharedCalls`` (3) and ``maxHopCount`` (2),
+plus a rate per minute for each (profile, target) pair. The rate and the concurrency are
+counted in Redis, so they hold across every process sending for the profile.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated
+
+import msgspec
+import redis.asyncio as aioredis
+from msgspec import Meta
+
+from bus.errors import CycleDetected, MaxHopsExceeded, Overloaded, PermissionDenied
+from bus.wire import Wire
+from discovery.errors import redis_errors
+from discovery.registry import RegistryKeys
+
+__all__ = ["ControlMetadata", "PolicyStore", "SharedCallPolicy"]
+
+Positive = Annotated[int, Meta(ge=1)]
+_SLOT_LEASE = 15 * 60.0  # seconds a counted call holds its slot if its process dies
+
+
+class SharedCallPolicy(Wire):
+    """The seed's per-profile policy controls; the default denies every remote agent."""
+
+    allow_shared_agent_calls: bool = False
+    allowed_shared_device_ids: list[Annotated[str, Meta(max_length=256)]] = []
+    max_concurrent_shared_calls: Positive = 3
+    max_hop_count: Positive = 2
+    max_calls_per_minute: Positive = 30
+
+
+class ControlMetadata(Wire):
+    """What travels with each forwarded message outside its prose (the seed's control envelope)."""
+
+    origin_agent_device_id: str
+    trace_id: str
+    hop_count: int
+    orchestrator_profile_id: str
+
+
+def check(policy: SharedCallPolicy, control: ControlMetadata, target: str) -> None:
+    """Refuse a send the policy does not allow.
+
+    Raises:
+        PermissionDenied: shared calls are off for the profile, or ``target`` is not listed.
+        CycleDetected: the profile would send to itself.
+        MaxHopsExceeded: the message has come more hops than the policy allows.
+    """
+    profile = control.orchestrator_profile_id
+    if target in (profile, control.origin_agent_device_id):
+        raise CycleDetected(
+            f"{profile} may not orchestrate a session with itself", details={"target": target}
+        )
+    if control.hop_count > policy.max_hop_count:
+        raise MaxHopsExceeded(
+            f"hop {control.hop_count} is over the profile's maxHopCount {policy.max_hop_count}",
+            details={"hopCount": control.hop_count, "maxHopCount": policy.max_hop_count},
+        )
+    if not policy.allow_shared_agent_calls:
+        raise PermissionDenied(
+            f"{profile} may not call shared agents (allowSharedAgentCalls is off)", details={"target": target}
+        )
+    if target not in policy.allowed_shared_device_ids:
+        raise PermissionDenied(
+            f"{target} is not among the agents {profile} may call (allowedSharedDeviceIds)",
+            details={"target": target},
+        )
+
+
+_decoder = msgspec.json.Decoder(SharedCallPolicy)
+_encode = msgspec.json.Encoder().encode
+
+
+class PolicyStore:
+    """Policies and their counters in Redis (keys ``P session-policy:<user>:<profile>``,
+    ``P session-rate:<profile>:<target>:<minute>``, ``P session-calls:<profile>``)."""
+
+    def __init__(self, redis: aioredis.Redis, namespace: str) -> None:
+        self.redis = redis
+        self.prefix = RegistryKeys(namespace).prefix
+
+    async def get(self, user_id: str, profile_id: str) -> SharedCallPolicy:
+        with redis_errors("read session policy"):
+            raw = await self.redis.get(f"{self.prefix}session-policy:{user_id}:{profile_id}")
+        if raw is None:
+            return SharedCallPolicy()
+        try:
+            return _decoder.decode(raw)
+        except msgspec.DecodeError:
+            return SharedCallPolicy()  # unreadable: the default, which denies
+
+    async def set(self, user_id: str, profile_id: str, policy: SharedCallPolicy) -> None:
+        with redis_errors("write session policy"):
+            await self.redis.set(f"{self.prefix}session-policy:{user_id}:{profile_id}", _encode(policy))
+
+    @asynccontextmanager
+    async def admit(self, policy: SharedCallPolicy, profile_id: str, target: str) -> AsyncIterator[None]:
+        """Hold one of the profile's concurrent shared calls, within the pair's rate, while the block runs.
+
+        Raises:
+            Overloaded: the rate per minute for (profile, target) is used up, or the
+                profile has ``maxConcurrentSharedCalls`` in flight.
+        """
+        minute = int(time.time() // 60)
+        rate_key = f"{self.prefix}session-rate:{profile_id}:{target}:{minute}"
+        calls_key = f"{self.prefix}session-calls:{profile_id}"
+        slot = secrets.token_hex(8)
+        now = time.time()
+        with redis_errors("admit a shared call"):
+            verdict = await self.redis.eval(
+                _ADMIT,
+                2,
+                rate_key,
+                calls_key,
+                policy.max_calls_per_minute,
+                policy.max_concurrent_shared_calls,
+                slot,
+                now,
+                now + _SLOT_LEASE,
+            )
+        if verdict == b"rate" or verdict == "rate":
+            raise Overloaded(
+                f"{profile_id} has sent {policy.max_calls_per_minute} messages to {target} this minute",
+                details={"limit": "rate", "perMinute": policy.max_calls_per_minute},
+            )
+        if verdict == b"busy" or verdict == "busy":
+            raise Overloaded(
+                f"{profile_id} has {policy.max_concurrent_shared_calls} shared calls in flight",
+                details={"limit": "maxConcurrentSharedCalls", "max": policy.max_concurrent_shared_calls},
+            )
+        try:
+            yield
+        finally:
+            with redis_errors("release a shared call"):
+                await self.redis.zrem(calls_key, slot)
+
+
+# KEYS: rate, calls. ARGV: per minute, max concurrent, slot, now, slot expiry.
+_ADMIT = """
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[4])
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return 'busy' end
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], 120) end
+if n > tonumber(ARGV[1]) then return 'rate' end
+redis.call('ZADD', KEYS[2], ARGV[5], ARGV[3])
+redis.call('EXPIRE', KEYS[2], 3600)
+return 'ok'
+"""

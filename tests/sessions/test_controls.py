@@ -1,0 +1,89 @@
+"""The person's controls beyond the seed's checklist: semi-auto review rules, take over,
+controls from another process, a dead owner, and the policy's rate and concurrency in Redis."""
+
+from __future__ import annotations
+
+import pytest
+
+from a2a import Runtime, Settings
+from a2a.errors import InvalidParams, Overloaded
+from a2a.sessions import Limits, NotFound, Sessions, SharedCallPolicy
+from tests.sessions.conftest import USER, Bench
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+
+async def test_semi_auto_sends_by_itself_unless_a_rule_asks_for_review(bench: Bench) -> None:
+    s = await bench.wait(await bench.start(mode="semi_auto", limits=Limits(max_turns=2)), "stopped")
+    assert [t.sent_by for t in s.turns if t.role == "local_agent"] == ["auto_sent", "auto_sent"]
+    s = await bench.wait(await bench.start("secret", mode="semi_auto"), "ready_to_send")
+    assert s.review == "the draft contains what looks like a secret"
+    await bench.sessions.stop(s.id, USER)
+    s = await bench.wait(await bench.start("tools:1", mode="semi_auto"), "ready_to_send")
+    assert s.review == "the local agent used tools for this draft"
+    await bench.sessions.stop(s.id, USER)
+    assert len(bench.received) == 2  # only the first session's messages went out
+
+
+async def test_take_over_the_person_writes_then_hands_back(bench: Bench) -> None:
+    s = await bench.wait(await bench.start(mode="manual", limits=Limits(max_turns=3)), "ready_to_send")
+    s = await bench.sessions.take_over(s.id, USER)
+    assert s.review == "take over: write the next message"
+    await bench.sessions.write(s.id, USER, "written by me")
+    s = await bench.wait(s, "ready_to_send")
+    assert s.draft is None and s.review == "take over: write the next message"  # no local draft asked
+    assert [r.text for r in bench.received] == ["written by me"]
+    asked = len(bench.frames())
+    await bench.sessions.take_over(s.id, USER, on=False)
+    s = await bench.wait(s, "ready_to_send")
+    assert s.draft is not None and len(bench.frames()) == asked + 1  # the local agent drafts again
+    await bench.sessions.approve(s.id, USER)
+    s = await bench.wait(s, "ready_to_send")
+    labels = [(t.role, t.sent_by) for t in s.turns if t.role != "remote_agent"]
+    assert labels == [("user", "user_written"), ("local_agent", "user_approved")]
+    with pytest.raises(InvalidParams):
+        await bench.sessions.write(s.id, USER, "   ")
+
+
+async def test_another_process_controls_a_session_and_sees_its_owner_die(
+    bench: Bench, settings: Settings
+) -> None:
+    async with Runtime(settings) as other_rt, Sessions(other_rt) as other:
+        s = await bench.wait(await bench.start(mode="manual", limits=Limits(max_turns=1)), "ready_to_send")
+        await other.approve(s.id, USER)  # written in Redis; the owner sends
+        s = await bench.wait(s, "stopped")
+        assert s.sent == 1 and len(bench.received) == 1
+        with pytest.raises(NotFound):
+            await other.get(s.id, "bob")  # another user's session does not exist for them
+
+        async with Sessions(bench.rt, lease=0.6) as short:
+            s2 = await short.start(user_id=USER, profile_id="drafter", remote="remote", objective="x")
+            await short.wait(s2.id, USER, "ready_to_send")
+        # The owner has gone (its lease released on exit): whoever reads the session fails it.
+        s2 = await other.get(s2.id, USER)
+        assert s2.state == "error" and s2.ending is not None and "gone" in s2.ending.message
+        assert [x.id for x in await other.sessions(USER)][:2] == [s2.id, s.id]
+
+
+async def test_the_rate_and_the_concurrency_hold_across_processes(bench: Bench, settings: Settings) -> None:
+    policy = SharedCallPolicy(
+        allow_shared_agent_calls=True,
+        allowed_shared_device_ids=["remote"],
+        max_concurrent_shared_calls=2,
+        max_calls_per_minute=3,
+    )
+    async with Runtime(settings) as other_rt, Sessions(other_rt) as other:
+        here, there = bench.sessions.policies, other.policies
+        async with here.admit(policy, "p1", "remote"), there.admit(policy, "p1", "remote"):
+            with pytest.raises(Overloaded) as busy:
+                async with here.admit(policy, "p1", "remote"):
+                    pass
+            assert busy.value.details == {"limit": "maxConcurrentSharedCalls", "max": 2}
+        async with there.admit(policy, "p1", "remote"):  # the slots were given back; the 3rd this minute
+            pass
+        with pytest.raises(Overloaded) as rate:
+            async with here.admit(policy, "p1", "remote"):
+                pass
+        assert rate.value.details == {"limit": "rate", "perMinute": 3}
+        async with here.admit(policy, "p1", "elsewhere"):  # a rate per (profile, target)
+            pass
