@@ -39,6 +39,7 @@ from .common import (
     seconds,
     subject_token,
 )
+from .console import add_console_parser, add_watch_parser
 from .gateway import add_gateway_parser
 from .info import (
     cmd_agents,
@@ -50,6 +51,7 @@ from .info import (
     cmd_schemas,
 )
 from .run import cmd_bench, cmd_call, cmd_demo, cmd_serve, cmd_up
+from .session import add_session_parser
 from .stdio import add_stdio_parser
 
 __all__ = ["build_parser", "main", "run_command"]
@@ -130,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_gateway_parser(sub, common, _connection_options)
     add_attach_parser(sub, common, _connection_options)
     add_stdio_parser(sub, common, _connection_options)
+    add_console_parser(sub, common, _connection_options)
+    add_watch_parser(sub, common, _connection_options)
+    add_session_parser(sub, common, _connection_options)
 
     p = sub.add_parser(
         "agents", parents=common, help="list the registry: instances, capabilities, status, load"

@@ -328,7 +328,8 @@ class AgentHost:
             trace.ended(error, result)
             audit = services.audit
             if audit.enabled:
-                audit.emit(callee_record(env, name, self.instance_id, services.clock() - t0, error))
+                tokens = ctx.usage.total if ctx is not None else 0
+                audit.emit(callee_record(env, name, self.instance_id, services.clock() - t0, error, tokens))
         finally:
             trace.close()
 

@@ -15,10 +15,7 @@ ASGI app for another server.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import socket
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -37,6 +34,7 @@ from transports.a2a_http.rest import ROUTES_V1
 
 from ..core.runtime import Runtime
 from ..stores.audit import decode_records
+from ..web import QuietServer, bind_socket
 from .auth import Authenticator
 from .cards import agent_card, card_body, gateway_card, profiles_by_name
 from .config import GatewayConfig
@@ -189,10 +187,10 @@ async def serve_gateway(
     service = GatewayService(runtime, store, config)
     served = Served(service, auth, MAX_BODY)
     app = create_app(served, runtime, config)
-    server = _Server(
+    server = QuietServer(
         uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", access_log=False)
     )
-    sock = _bind(host, port)  # here, so that a port in use is an OSError, not uvicorn's exit
+    sock = bind_socket(host, port)  # here, so that a port in use is an OSError, not uvicorn's exit
     bound = sock.getsockname()[1]
     stopped = anyio.Event()
 
@@ -225,27 +223,3 @@ async def serve_gateway(
                     await subscription.unsubscribe()
                 sock.close()
             tg.cancel_scope.cancel()
-
-
-class _Server(uvicorn.Server):
-    """uvicorn without its signal handlers: the process that runs the gateway decides when it stops."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # Accepted connections inherit it: without it a response written in two parts waits
-    # for the client's delayed ACK (about 40 ms per request).
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock

@@ -89,8 +89,11 @@ class Sessions:
             InvalidParams: an empty objective, an unknown mode, a bad agent name.
             CycleDetected: the local agent would talk to itself.
         """
-        validate_name("local agent", profile_id)
-        validate_name("remote agent", remote)
+        try:
+            validate_name("local agent", profile_id)
+            validate_name("remote agent", remote)
+        except ValueError as exc:
+            raise InvalidParams(str(exc)) from None
         if not objective.strip():
             raise InvalidParams("a session needs an objective")
         if mode not in MODES:

@@ -76,10 +76,12 @@ class AuditRecord(Wire, gc=False):
     error_code: str | None = None
     error_message: str | None = None
     error_agent: str | None = None
+    tokens: int = 0
+    """Tokens the handler reported using (its own and its sub-calls'), on the callee's record."""
 
 
 def callee_record(
-    env: Envelope, agent: str, instance: str, seconds: float, error: A2AError | None
+    env: Envelope, agent: str, instance: str, seconds: float, error: A2AError | None, tokens: int = 0
 ) -> AuditRecord:
     """The callee's record of a request it received and handled for ``seconds`` until now.
 
@@ -109,6 +111,8 @@ def callee_record(
         record.routed_by = ",".join(env.required_capabilities)
     if env.delegation is not None and env.delegation.objective:
         record.objective = env.delegation.objective
+    if tokens:
+        record.tokens = tokens
     if error is not None:
         _failed(record, error)
     return record

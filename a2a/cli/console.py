@@ -1,0 +1,140 @@
+"""``a2a console``: the web console (``--demo`` adds agents to try it with, on embedded servers);
+``a2a watch``: the same live events as lines in a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from collections.abc import Sequence
+from contextlib import ExitStack
+from functools import partial
+from typing import Any
+
+import anyio
+
+from .common import CommandError, settings_from
+
+__all__ = ["add_console_parser", "add_watch_parser", "cmd_console", "cmd_watch"]
+
+
+def add_console_parser(
+    sub: Any, parents: Sequence[argparse.ArgumentParser], connection_options: object
+) -> None:
+    p = sub.add_parser(
+        "console",
+        parents=parents,
+        help="web console: registry, live call timelines, operator-driven sessions",
+        description="Serve the web console. Without credentials it serves loopback only, to the user --user;"
+        " with A2A_CONSOLE_TOKENS=token:user,... each person logs in at /login?token=...",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8470, help="port (default 8470; 0 picks a free one)")
+    p.add_argument("--user", default="local", help="who the console acts for without credentials")
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="also serve a stdio local agent 'drafter' and a bus agent 'reviewer' (embedded servers"
+        " when NATS_URL / REDIS_URL are unset)",
+    )
+    assert callable(connection_options)
+    connection_options(p)
+    p.set_defaults(func=cmd_console)
+
+
+def cmd_console(args: argparse.Namespace) -> int:
+    from ..console import ConsoleAuth, serve_console
+    from ..console.auth import parse_tokens
+    from ..core.runtime import Runtime
+    from ..dev.servers import NatsServer, RedisServer
+    from ..sessions import Sessions
+
+    if not 0 <= args.port <= 65535:
+        raise CommandError("--port must be between 0 and 65535", status=2)
+    auth = ConsoleAuth(args.user, parse_tokens(os.environ.get("A2A_CONSOLE_TOKENS", "")))
+    with ExitStack() as stack:
+        urls: dict[str, Any] = {}
+        if args.demo and not (args.nats_url or os.environ.get("NATS_URL")):
+            urls["nats_url"] = stack.enter_context(NatsServer()).url
+        if args.demo and not (args.redis_url or os.environ.get("REDIS_URL")):
+            urls["redis_url"] = stack.enter_context(RedisServer()).url
+        for key, value in urls.items():
+            setattr(args, key, value)
+        settings = settings_from(args)
+        if not settings.redis_url:
+            raise CommandError("the console keeps sessions in Redis: set REDIS_URL or --redis-url", status=2)
+
+        async def run() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async with (
+                    Runtime(settings) as runtime,
+                    Sessions(runtime) as sessions,
+                    anyio.create_task_group() as tg,
+                ):
+                    if args.demo:
+                        from ..console.demo import serve_demo_agents
+
+                        await serve_demo_agents(runtime, sessions, args.user)
+                    serve = partial(
+                        serve_console, runtime, sessions, host=args.host, port=args.port, auth=auth
+                    )
+                    port = await tg.start(serve)
+                    print(f"A2A console on http://{args.host}:{port}/", flush=True)
+                    if args.demo:
+                        print("start a session: local agent drafter, remote agent reviewer", flush=True)
+                    async for _ in signals:
+                        break
+                    tg.cancel_scope.cancel()
+
+        anyio.run(run)
+    return 0
+
+
+def add_watch_parser(
+    sub: Any, parents: Sequence[argparse.ArgumentParser], connection_options: object
+) -> None:
+    p = sub.add_parser(
+        "watch",
+        parents=parents,
+        help="print calls, delegations and session turns as they happen",
+    )
+    p.add_argument("--conversation", help="only this conversation (or session id)")
+    p.add_argument("--agent", help="only calls from or to this agent, sessions with it")
+    p.add_argument("--user", help="only this user's calls and sessions")
+    assert callable(connection_options)
+    connection_options(p)
+    p.set_defaults(func=cmd_watch)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from ..console.feed import Feed
+    from ..console.watch import Watcher, WatchFilter
+    from ..core.runtime import Runtime
+    from ..sessions.store import SessionStore
+
+    settings = settings_from(args)
+    if not settings.redis_url:
+        raise CommandError("needs Redis for session events: set REDIS_URL or --redis-url", status=2)
+    watcher = Watcher(WatchFilter(args.conversation, args.agent, args.user))
+
+    async def run() -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with Runtime(settings) as runtime, anyio.create_task_group() as tg:
+                assert runtime.registry is not None
+                feed = Feed(runtime, SessionStore(runtime.registry.redis, settings.namespace))
+                with feed.listen() as events:
+                    await tg.start(feed.run)
+                    print(f"watching namespace {settings.namespace!r} (Ctrl-C stops)", flush=True)
+
+                    async def show() -> None:
+                        async for event in events:
+                            for line in watcher.lines(event):
+                                print(line, flush=True)
+
+                    tg.start_soon(show)
+                    async for _ in signals:
+                        break
+                    tg.cancel_scope.cancel()
+
+    anyio.run(run)
+    return 0

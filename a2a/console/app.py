@@ -1,0 +1,209 @@
+"""The console's HTTP side: the page, a JSON API over sessions, and one event stream (SSE).
+
+The page gets what a person needs and nothing more: sessions (their turns, state and
+ending), the registry and the call records of the user's conversations. Credentials,
+tokens and the local agent's bridge frames never reach it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from bus.errors import A2AError, InvalidParams, PermissionDenied, Unavailable
+
+from ..sessions import Limits, Sessions
+from ..sessions.store import NotFound
+from .auth import COOKIE, ConsoleAuth
+from .feed import Event, Feed, agent_row, call_row, session_row
+
+__all__ = ["console_app"]
+
+STATIC = Path(__file__).resolve().parent / "static"
+_FILES = {"console.css": "text/css", "console.js": "text/javascript"}
+_SECURITY = {
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+log = logging.getLogger("a2a.console")
+MAX_BODY = 64 * 1024
+KEEPALIVE = 15.0
+_STATUS = {NotFound: 404, PermissionDenied: 403, Unavailable: 503}
+_CONTROLS = ("pause", "resume", "stop", "approve", "write", "takeover", "handback")
+
+
+def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Starlette:
+    def visible(event: Event, user: str) -> bool:
+        return event.user is None or event.user == user or (auth.open and event.kind == "call")
+
+    def failure(exc: A2AError) -> JSONResponse:
+        status = next((code for cls, code in _STATUS.items() if isinstance(exc, cls)), 400)
+        return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=status)
+
+    def unauthorised() -> JSONResponse:
+        return JSONResponse(
+            {"error": {"code": "UNAUTHENTICATED", "message": "log in first"}}, status_code=401
+        )
+
+    async def body_of(request: Request) -> dict[str, Any]:
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            raise InvalidParams("send JSON (Content-Type: application/json)")
+        origin = request.headers.get("origin")
+        if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
+            raise PermissionDenied("cross-origin requests are refused")
+        data = b""
+        async for chunk in request.stream():
+            data += chunk
+            if len(data) > MAX_BODY:
+                raise InvalidParams(f"the body is over {MAX_BODY} bytes")
+        try:
+            body = json.loads(data or b"{}")
+        except ValueError:
+            raise InvalidParams("the body is not JSON") from None
+        if not isinstance(body, dict):
+            raise InvalidParams("the body must be a JSON object")
+        return body
+
+    async def page(request: Request) -> Response:
+        if auth.user_of(request) is None:
+            return HTMLResponse("<p>This console needs a token: open /login?token=...</p>", status_code=401)
+        return HTMLResponse((STATIC / "console.html").read_text(), headers=_SECURITY)
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in _FILES:
+            return Response(status_code=404)
+        return Response((STATIC / name).read_bytes(), media_type=_FILES[name], headers=_SECURITY)
+
+    async def login(request: Request) -> Response:
+        token = request.query_params.get("token", "")
+        if auth.open or auth.user_for_token(token) is None:
+            return HTMLResponse("<p>Unknown token.</p>", status_code=401 if not auth.open else 404)
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(
+            COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https"
+        )
+        return response
+
+    async def state(request: Request) -> Response:
+        user = auth.user_of(request)
+        if user is None:
+            return unauthorised()
+        try:
+            mine = await sessions.sessions(user)
+        except A2AError as exc:
+            return failure(exc)
+        calls = [call_row(r) for r in feed.calls if auth.open or r.user_id == user][-500:]
+        agents = [agent_row(p) for p in sorted(feed.agents, key=lambda p: (p.name, p.agent_id))]
+        return JSONResponse(
+            {"user": user, "agents": agents, "sessions": [session_row(s) for s in mine], "calls": calls}
+        )
+
+    async def events(request: Request) -> Response:
+        user = auth.user_of(request)
+        if user is None:
+            return unauthorised()
+
+        async def stream() -> Any:
+            with feed.listen() as queue:
+                yield b": connected\n\n"
+                while True:
+                    with anyio.move_on_after(KEEPALIVE) as idle:
+                        event = await queue.receive()
+                    if idle.cancelled_caught:
+                        yield b": keep-alive\n\n"
+                        continue
+                    if not visible(event, user):
+                        continue
+                    data = event.data
+                    if event.kind == "call":
+                        data = call_row(data)
+                    elif event.kind == "session":
+                        data = session_row(data)
+                    yield f"event: {event.kind}\ndata: ".encode() + msgspec.json.encode(data) + b"\n\n"
+
+        headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+    async def start(request: Request) -> Response:
+        user = auth.user_of(request)
+        if user is None:
+            return unauthorised()
+        try:
+            body = await body_of(request)
+            limits = msgspec.convert({"maxTurns": body.get("maxTurns", 8)}, Limits)
+            session = await sessions.start(
+                user_id=user,
+                profile_id=str(body.get("local", "")),
+                remote=str(body.get("remote", "")),
+                objective=str(body.get("objective", "")),
+                mode=body.get("mode", "manual"),
+                limits=limits,
+            )
+        except msgspec.ValidationError as exc:
+            return failure(InvalidParams(str(exc)))
+        except A2AError as exc:
+            return failure(exc)
+        return JSONResponse(session_row(session), status_code=201)
+
+    async def one(request: Request) -> Response:
+        user = auth.user_of(request)
+        if user is None:
+            return unauthorised()
+        try:
+            return JSONResponse(session_row(await sessions.get(request.path_params["id"], user)))
+        except A2AError as exc:
+            return failure(exc)
+
+    async def control(request: Request) -> Response:
+        user = auth.user_of(request)
+        if user is None:
+            return unauthorised()
+        action = request.path_params["action"]
+        session_id = request.path_params["id"]
+        try:
+            body = await body_of(request)
+            text = body.get("text")
+            if text is not None and not isinstance(text, str):
+                raise InvalidParams("text must be a string")
+            if action == "pause":
+                s = await sessions.pause(session_id, user)
+            elif action == "resume":
+                s = await sessions.resume(session_id, user)
+            elif action == "stop":
+                s = await sessions.stop(session_id, user)
+            elif action == "approve":
+                s = await sessions.approve(session_id, user, text)
+            elif action == "write":
+                s = await sessions.write(session_id, user, text or "")
+            elif action in ("takeover", "handback"):
+                s = await sessions.take_over(session_id, user, on=action == "takeover")
+            else:
+                raise InvalidParams(f"unknown control {action!r}; one of {', '.join(_CONTROLS)}")
+        except A2AError as exc:
+            return failure(exc)
+        return JSONResponse(session_row(s))
+
+    return Starlette(
+        routes=[
+            Route("/", page),
+            Route("/login", login),
+            Route("/static/{name}", static),
+            Route("/api/state", state),
+            Route("/api/events", events),
+            Route("/api/sessions", start, methods=["POST"]),
+            Route("/api/sessions/{id}", one),
+            Route("/api/sessions/{id}/{action}", control, methods=["POST"]),
+        ]
+    )

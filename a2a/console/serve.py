@@ -1,0 +1,48 @@
+"""Running the console next to a runtime and its sessions."""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+import anyio.abc
+
+from ..core.runtime import Runtime
+from ..sessions import Sessions
+from ..web import serve_app
+from .app import console_app
+from .auth import ConsoleAuth
+from .feed import Feed
+
+__all__ = ["serve_console"]
+
+log = logging.getLogger("a2a.console")
+
+
+async def serve_console(
+    runtime: Runtime,
+    sessions: Sessions,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8470,
+    auth: ConsoleAuth | None = None,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the console until cancelled; reports the bound port.
+
+    Raises:
+        ValueError: a host other than loopback without credentials (anyone could steer sessions).
+    """
+    auth = auth or ConsoleAuth()
+    if auth.open and host not in ("127.0.0.1", "localhost", "::1"):
+        raise ValueError(f"the console on {host} needs credentials: set A2A_CONSOLE_TOKENS")
+    feed = Feed(runtime, sessions.store)
+    async with anyio.create_task_group() as tg:
+        await tg.start(feed.run)
+        port = await tg.start(
+            lambda task_status: serve_app(
+                console_app(sessions, feed, auth), host=host, port=port, task_status=task_status
+            )
+        )
+        log.info("console on http://%s:%s (%s)", host, port, "open" if auth.open else "authenticated")
+        task_status.started(port)
