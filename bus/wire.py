@@ -26,6 +26,7 @@ __all__ = [
     "ErrorInfo",
     "Metadata",
     "NotificationEnvelope",
+    "Orchestration",
     "Payload",
     "Priority",
     "RequestEnvelope",
@@ -101,6 +102,16 @@ class Metadata(Wire):
     """The caller takes this call's reply in a batch with other replies to it (bus/protocol.py)."""
 
 
+class Orchestration(Wire):
+    """Control metadata of a message an operator-driven session forwards (seed 001), kept
+    out of the message's prose; the callee sees it, its own calls do not carry it on."""
+
+    origin_agent_device_id: Annotated[str, Meta(max_length=256)]
+    trace_id: Annotated[str, Meta(max_length=64)]
+    hop_count: Count
+    orchestrator_profile_id: Annotated[str, Meta(max_length=256)]
+
+
 class _EnvelopeBase(Wire, tag_field="type"):
     message_id: NonEmpty
     source_agent_id: NonEmpty
@@ -116,6 +127,7 @@ class _EnvelopeBase(Wire, tag_field="type"):
     """Signed by an entry point: which user the call acts for (``a2a.core.grants``)."""
     grants: Grants | None = None
     delegation: Delegation | None = None
+    orchestration: Orchestration | None = None
 
 
 class RequestEnvelope(_EnvelopeBase, tag="request"):

@@ -27,6 +27,7 @@ from bus.wire import (
     PROTOCOL_VERSION,
     Metadata,
     NotificationEnvelope,
+    Orchestration,
     Payload,
     Priority,
     RequestEnvelope,
@@ -105,6 +106,7 @@ class CallPath:
         correlation_id: str | None = None,
         on_progress: Callable[[Any], None] | None = None,
         max_hops: int | None = None,
+        orchestration: Orchestration | None = None,
     ) -> ResponseEnvelope:
         """Send one request and return its response.
 
@@ -157,6 +159,8 @@ class CallPath:
             env.grants = grants
         if delegation is not None:
             env.delegation = delegation
+        if orchestration is not None:
+            env.orchestration = orchestration
         hop = meta.hop_count - 1  # the caller's own hop: where a refusal here happened
         instance: str | None = None
         objective: str | None = None

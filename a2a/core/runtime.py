@@ -25,7 +25,7 @@ import anyio
 from bus import Bus
 from bus.errors import DeadlineExceeded, NoCapableAgent, Unavailable
 from bus.tasks import loop_clock
-from bus.wire import Priority, ResponseEnvelope
+from bus.wire import Orchestration, Priority, ResponseEnvelope
 from discovery import LocalView, Registry
 from transports import MessageHandler, Subscription, Transport, TransportError
 
@@ -337,13 +337,15 @@ class Runtime:
         correlation_id: str | None = None,
         on_progress: Callable[[Any], None] | None = None,
         max_hops: int | None = None,
+        orchestration: Orchestration | None = None,
     ) -> ResponseEnvelope:
         """Like :meth:`call`, returning the whole response envelope (usage, hop, ids).
 
         ``correlation_id`` names the call (a new random id by default): an entry point that
         keeps its own id for the call (the A2A gateway's task id) finds its hops in the
         audit records by it (their ``parentId``). It must be unguessable. ``max_hops``
-        lowers the hop limit of the whole call tree below ``settings.max_hops``.
+        lowers the hop limit of the whole call tree below ``settings.max_hops``;
+        ``orchestration`` is the control metadata of a session's message (seed 001).
         """
         return await self.calls.request(
             target,
@@ -357,6 +359,7 @@ class Runtime:
             correlation_id=correlation_id,
             on_progress=on_progress,
             max_hops=max_hops,
+            orchestration=orchestration,
         )
 
     async def notify(

@@ -20,11 +20,11 @@ import redis.asyncio as aioredis
 from msgspec import Meta
 
 from bus.errors import CycleDetected, MaxHopsExceeded, Overloaded, PermissionDenied
-from bus.wire import Wire
+from bus.wire import Orchestration, Wire
 from discovery.errors import redis_errors
 from discovery.registry import RegistryKeys
 
-__all__ = ["ControlMetadata", "PolicyStore", "SharedCallPolicy"]
+__all__ = ["PolicyStore", "SharedCallPolicy", "check"]
 
 Positive = Annotated[int, Meta(ge=1)]
 _SLOT_LEASE = 15 * 60.0  # seconds a counted call holds its slot if its process dies
@@ -40,16 +40,7 @@ class SharedCallPolicy(Wire):
     max_calls_per_minute: Positive = 30
 
 
-class ControlMetadata(Wire):
-    """What travels with each forwarded message outside its prose (the seed's control envelope)."""
-
-    origin_agent_device_id: str
-    trace_id: str
-    hop_count: int
-    orchestrator_profile_id: str
-
-
-def check(policy: SharedCallPolicy, control: ControlMetadata, target: str) -> None:
+def check(policy: SharedCallPolicy, control: Orchestration, target: str) -> None:
     """Refuse a send the policy does not allow.
 
     Raises:

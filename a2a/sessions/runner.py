@@ -26,6 +26,7 @@ from bus.errors import (
     PermissionDenied,
     Unavailable,
 )
+from bus.wire import Orchestration
 
 from ..stdio.config import StdioConfig, turn_timeout
 from ..stdio.frames import LocalPromptRequest
@@ -254,7 +255,7 @@ class SessionRunner:
         draft = session.draft
         assert draft is not None
         sent_by: SentBy = sent_by_of(session)
-        control = policies.ControlMetadata(
+        control = Orchestration(
             origin_agent_device_id=session.profile_id,
             trace_id=session.trace_id,
             hop_count=1,
@@ -291,6 +292,7 @@ class SessionRunner:
                     user_id=s.user_id,
                     conversation_id=s.id,
                     max_hops=policy.max_hop_count,
+                    orchestration=control,
                     budget=None
                     if s.limits.max_tokens_budget is None
                     else max(1, s.limits.max_tokens_budget - s.tokens_used),
@@ -364,7 +366,7 @@ class SessionRunner:
         duration_ms: int = 0,
         failure: str | None = None,
         turn_index: int | None = None,
-        control: policies.ControlMetadata | None = None,
+        control: Orchestration | None = None,
     ) -> None:
         entry = AuditEntry(
             at=time.time(),

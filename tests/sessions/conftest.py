@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
 from a2a import Agent, Context, Runtime, Settings
@@ -33,6 +34,8 @@ class Received:
     conversation: str
     user: str | None
     hop: int
+    orchestration: dict[str, Any] | None = None
+    """The control metadata the message came with (outside its text)."""
 
 
 @dataclass
@@ -64,7 +67,12 @@ def remote_agents(received: list[Received], delay: float = 0.0) -> list[Agent]:
     @remote.action("run")
     async def reply(ctx: Context, params: dict[str, Any]) -> str:
         text = str(params.get("text", ""))
-        received.append(Received(text, ctx.conversation_id, ctx.user_id, ctx.hop))
+        control = ctx.request.orchestration
+        received.append(
+            Received(
+                text, ctx.conversation_id, ctx.user_id, ctx.hop, control and msgspec.to_builtins(control)
+            )
+        )
         await anyio.sleep(delay)
         return f"reply {len(received)} to: {text[:40]}"
 

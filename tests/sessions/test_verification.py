@@ -32,6 +32,9 @@ async def test_1_2_a_session_loops_local_draft_remote_reply_local_follow_up(benc
     assert frames[1]["remote_message"] == s.turns[1].text and frames[2]["remote_message"] == s.turns[3].text
     assert all(f["session_id"] == s.id and f["profile_id"] == "drafter" for f in frames)
     assert [r.text for r in bench.received] == [s.turns[0].text, s.turns[2].text, s.turns[4].text]
+    # The seed's control metadata travels with each message, outside its text.
+    control = {"originAgentDeviceId": "drafter", "traceId": s.trace_id, "hopCount": 1}
+    assert [r.orchestration for r in bench.received] == [{**control, "orchestratorProfileId": "drafter"}] * 3
     path = [t.to for t in s.transitions]
     assert path[:6] == SEED_PATH
     assert [(t.source, t.to) for t in s.transitions[:1]] == [("idle", "planning")]
