@@ -26,7 +26,8 @@ function renderSessions() {
     item.append(el("div", "", s.objective.slice(0, 80)));
     const line = el("div", "who", s.profileId + " \u2192 " + s.remote + " \u00b7 " + s.mode + " ");
     line.append(el("span", "badge " + s.state, s.state)); item.append(line);
-    item.onclick = () => { S.selected = s.id; renderSessions(); renderSession(); renderCalls(); };
+    item.onclick = () => { S.selected = s.id; $("conversation").value = s.id;
+      renderSessions(); renderSession(); renderCalls(); };
     box.append(item);
   }
 }
@@ -71,7 +72,8 @@ function renderAgents() {
   const body = $("agents").querySelector("tbody"); body.replaceChildren();
   for (const a of S.agents) {
     const tr = el("tr"); tr.dataset.agent = a.name;
-    for (const v of [a.name, a.status, a.load + "/" + a.capacity, a.trust.toFixed(2), a.capabilities.join(", ")])
+    const name = el("td", "", a.name); name.append(el("div", "who", a.instance)); tr.append(name);
+    for (const v of [a.status, a.load + "/" + a.capacity, a.trust.toFixed(2), a.capabilities.join(", ")])
       tr.append(el("td", "", String(v)));
     body.append(tr);
   }
@@ -83,7 +85,7 @@ function renderAgents() {
   }
 }
 function renderCalls() {
-  const box = $("calls"); box.replaceChildren(); const conv = S.selected;
+  const box = $("calls"); box.replaceChildren(); const conv = $("conversation").value.trim();
   $("calls-of").textContent = conv ? "in " + conv : "(all conversations)";
   const rows = S.calls.filter(c => !conv || c.conversationId === conv).slice(-200);
   const byId = new Map(rows.map(r => [r.requestId, r])); const kids = new Map();
@@ -102,6 +104,7 @@ async function control(action, body) {
   try { const s = await post("/api/sessions/" + S.selected + "/" + action, body); keep(s); renderSession(); }
   catch (e) { $("control-error").textContent = e.message; }
 }
+$("conversation").oninput = () => renderCalls();
 $("pause").onclick = () => control("pause"); $("resume").onclick = () => control("resume");
 $("stop").onclick = () => control("stop");
 $("takeover").onclick = () => control(S.sessions.get(S.selected).takeover ? "handback" : "takeover");
@@ -112,7 +115,8 @@ $("start").onclick = async () => {
   $("start-error").textContent = "";
   try { const s = await post("/api/sessions", { local: $("new-local").value, remote: $("new-remote").value,
       objective: $("new-objective").value, mode: $("new-mode").value, maxTurns: Number($("new-max-turns").value) });
-    keep(s); S.selected = s.id; renderSessions(); renderSession(); renderCalls(); }
+    keep(s); S.selected = s.id; $("conversation").value = s.id;
+    renderSessions(); renderSession(); renderCalls(); }
   catch (e) { $("start-error").textContent = e.message; }
 };
 async function load() {
