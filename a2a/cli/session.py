@@ -155,6 +155,17 @@ async def _follow(runtime: Any, sessions: Any, session_id: str, user: str) -> in
 
 
 async def _ask(sessions: Any, s: Any, user: str) -> None:
+    """Ask the person at the terminal about a waiting draft; a session that moved on meanwhile
+    (steered from the console, say) makes the answer moot, not the command fail."""
+    from ..errors import A2AError
+
+    try:
+        await _answer(sessions, s, user)
+    except A2AError as exc:
+        print(f"not done: {exc.code}: {exc.message}", flush=True)
+
+
+async def _answer(sessions: Any, s: Any, user: str) -> None:
     print(f"\n{s.review}\n--- draft ---\n{s.draft or '(none: write your own)'}\n-------------")
     answer = await anyio.to_thread.run_sync(
         input, "[s]end, [e]dit, [w]rite your own, [p]ause, s[t]op, Enter to wait: "

@@ -16,7 +16,14 @@ import anyio
 import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from bus.errors import A2AError, InvalidParams, PermissionDenied, Unavailable
@@ -40,27 +47,30 @@ log = logging.getLogger("a2a.console")
 MAX_BODY = 64 * 1024
 KEEPALIVE = 15.0
 _STATUS = {NotFound: 404, PermissionDenied: 403, Unavailable: 503}
+_LIMITS = ("maxTurns", "maxDurationMs", "maxFailures", "maxTokensBudget")
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+_API_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
 _CONTROLS = ("pause", "resume", "stop", "approve", "write", "takeover", "handback")
 
 
-def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Starlette:
+def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Any:
     def visible(event: Event, user: str) -> bool:
-        return event.user is None or event.user == user or (auth.open and event.kind == "call")
+        if event.kind == "agents":
+            return True
+        return event.user == user or (auth.open and event.kind == "call")
 
     def failure(exc: A2AError) -> JSONResponse:
         status = next((code for cls, code in _STATUS.items() if isinstance(exc, cls)), 400)
-        return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=status)
+        return reply({"error": {"code": exc.code, "message": exc.message}}, status)
 
     def unauthorised() -> JSONResponse:
-        return JSONResponse(
-            {"error": {"code": "UNAUTHENTICATED", "message": "log in first"}}, status_code=401
-        )
+        return reply({"error": {"code": "UNAUTHENTICATED", "message": "log in first"}}, 401)
 
     async def body_of(request: Request) -> dict[str, Any]:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             raise InvalidParams("send JSON (Content-Type: application/json)")
         origin = request.headers.get("origin")
-        if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
+        if origin is not None and origin != f"{request.url.scheme}://{request.headers.get('host')}":
             raise PermissionDenied("cross-origin requests are refused")
         data = b""
         async for chunk in request.stream():
@@ -106,7 +116,7 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Starlette:
             return failure(exc)
         calls = [call_row(r) for r in feed.calls if auth.open or r.user_id == user][-500:]
         agents = [agent_row(p) for p in sorted(feed.agents, key=lambda p: (p.name, p.agent_id))]
-        return JSONResponse(
+        return reply(
             {"user": user, "agents": agents, "sessions": [session_row(s) for s in mine], "calls": calls}
         )
 
@@ -142,27 +152,27 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Starlette:
             return unauthorised()
         try:
             body = await body_of(request)
-            limits = msgspec.convert({"maxTurns": body.get("maxTurns", 8)}, Limits)
+            limits = msgspec.convert({k: body[k] for k in _LIMITS if k in body}, Limits)
             session = await sessions.start(
                 user_id=user,
-                profile_id=str(body.get("local", "")),
-                remote=str(body.get("remote", "")),
-                objective=str(body.get("objective", "")),
-                mode=body.get("mode", "manual"),
+                profile_id=_text(body, "local"),
+                remote=_text(body, "remote"),
+                objective=_text(body, "objective"),
+                mode=_text(body, "mode", "manual"),  # type: ignore[arg-type]
                 limits=limits,
             )
         except msgspec.ValidationError as exc:
             return failure(InvalidParams(str(exc)))
         except A2AError as exc:
             return failure(exc)
-        return JSONResponse(session_row(session), status_code=201)
+        return reply(session_row(session), 201)
 
     async def one(request: Request) -> Response:
         user = auth.user_of(request)
         if user is None:
             return unauthorised()
         try:
-            return JSONResponse(session_row(await sessions.get(request.path_params["id"], user)))
+            return reply(session_row(await sessions.get(request.path_params["id"], user)))
         except A2AError as exc:
             return failure(exc)
 
@@ -193,9 +203,9 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Starlette:
                 raise InvalidParams(f"unknown control {action!r}; one of {', '.join(_CONTROLS)}")
         except A2AError as exc:
             return failure(exc)
-        return JSONResponse(session_row(s))
+        return reply(session_row(s))
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/", page),
             Route("/login", login),
@@ -207,3 +217,33 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Starlette:
             Route("/api/sessions/{id}/{action}", control, methods=["POST"]),
         ]
     )
+    return app if not auth.open else _LoopbackOnly(app)
+
+
+def reply(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(data, status_code=status, headers=_API_HEADERS)
+
+
+def _text(body: dict[str, Any], key: str, default: str = "") -> str:
+    value = body.get(key, default)
+    if not isinstance(value, str):
+        raise InvalidParams(f"{key} must be a string")
+    return value
+
+
+class _LoopbackOnly:
+    """Without credentials the console answers only requests addressed to a loopback name, so a
+    web page cannot reach it through a name of its own that resolves to 127.0.0.1 (DNS rebinding)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            name = host[1 : host.find("]")] if host.startswith("[") else host.rsplit(":", 1)[0]
+            if name not in _LOOPBACK:
+                response = PlainTextResponse("this console answers on 127.0.0.1 or localhost only", 421)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -28,7 +28,7 @@ NEXT: dict[str, frozenset[str]] = {
     "ready_to_send": frozenset({"waiting_remote", "planning"}),
     "waiting_remote": frozenset({"processing_remote", "ready_to_send"}),
     "processing_remote": frozenset({"planning", "completed"}),
-    "paused": frozenset({"planning", "ready_to_send"}),
+    "paused": frozenset({"planning", "ready_to_send", "waiting_local", "waiting_remote"}),
 }
 """Where each state may go besides paused, error and stopped (any non-terminal state may)."""
 

@@ -27,16 +27,17 @@ import anyio
 import msgspec
 from anyio.abc import TaskGroup
 
-from bus.errors import CycleDetected, InvalidParams, Unavailable
+from bus.errors import InvalidParams, Unavailable
 from bus.subjects import validate_name
+from bus.wire import Orchestration
 
 from ..core.runtime import Runtime
 from ..stdio.frames import Constraints
 from .machine import move
 from .model import TERMINAL, Ending, Limits, Mode, Session
-from .policy import PolicyStore, SharedCallPolicy
+from .policy import PolicyStore, SharedCallPolicy, check
 from .runner import SessionRunner
-from .store import AuditEntry, SessionStore
+from .store import AuditEntry, SessionStore, Unreadable
 
 __all__ = ["Sessions"]
 
@@ -45,7 +46,7 @@ MODES = ("manual", "semi_auto", "full_auto")
 
 
 class Sessions:
-    def __init__(self, runtime: Runtime, *, lease: float = 3.0) -> None:
+    def __init__(self, runtime: Runtime, *, lease: float = 10.0) -> None:
         if runtime.registry is None:
             raise Unavailable("sessions need Redis: the runtime has no registry")
         redis = runtime.registry.redis
@@ -88,6 +89,8 @@ class Sessions:
         Raises:
             InvalidParams: an empty objective, an unknown mode, a bad agent name.
             CycleDetected: the local agent would talk to itself.
+            PermissionDenied: the user's policy for the local agent does not allow ``remote``
+                (:meth:`set_policy`; the default allows nothing).
         """
         try:
             validate_name("local agent", profile_id)
@@ -98,8 +101,14 @@ class Sessions:
             raise InvalidParams("a session needs an objective")
         if mode not in MODES:
             raise InvalidParams(f"mode must be one of {', '.join(MODES)}", details={"mode": mode})
-        if remote == profile_id:
-            raise CycleDetected(f"{profile_id} may not orchestrate a session with itself")
+        trace_id = secrets.token_hex(16)
+        control = Orchestration(
+            origin_agent_device_id=profile_id,
+            trace_id=trace_id,
+            hop_count=1,
+            orchestrator_profile_id=profile_id,
+        )
+        check(await self.policies.get(user_id, profile_id), control, remote)  # and again at each send
         if self._tg is None:
             raise RuntimeError("use Sessions as an async context manager")
         try:  # structs built in Python are not validated: check the bounds as on the wire
@@ -120,9 +129,13 @@ class Sessions:
             remote_action=remote_action,
             started_at=now,
             updated_at=now,
-            trace_id=secrets.token_hex(16),
+            trace_id=trace_id,
             owner=self.runtime.id,
         )
+        try:  # the same bounds as a session read back from Redis
+            session = msgspec.convert(msgspec.to_builtins(session), Session)
+        except msgspec.ValidationError as exc:
+            raise InvalidParams(str(exc)) from None
         await self.store.create(session)
         await self.store.claim(session.id, self.runtime.id, self.lease)
         runner = SessionRunner(self.runtime, self.store, self.policies, session.id)
@@ -162,6 +175,8 @@ class Sessions:
         def change(s: Session) -> Session:
             if s.state != "paused":
                 raise InvalidParams(f"session {s.id} is {s.state}, not paused")
+            if s.in_flight is not None:  # back into the step under way: its outcome is awaited
+                return move(s, "waiting_local" if s.in_flight == "local" else "waiting_remote", "resumed")
             if s.draft is not None or s.takeover:
                 return move(s, "ready_to_send", "resumed by the person")
             return move(s, "planning", "resumed by the person")
@@ -201,14 +216,13 @@ class Sessions:
         def change(s: Session) -> Session:
             if s.state in TERMINAL:
                 raise InvalidParams(f"session {s.id} has ended ({s.state})")
-            review = s.review
-            if on and s.state == "ready_to_send":
-                review = "take over: write the next message"
-            elif not on and s.state == "ready_to_send" and s.draft is None:
-                return move(
-                    msgspec.structs.replace(s, takeover=False, review=None), "planning", "handed back"
-                )
-            return msgspec.structs.replace(s, takeover=on, review=review)
+            if on:  # the local agent's draft, if any, is set aside: the person writes
+                review = "take over: write the next message" if s.state == "ready_to_send" else s.review
+                return msgspec.structs.replace(s, takeover=True, draft=None, draft_by=None, review=review)
+            if s.state == "ready_to_send" and s.draft is None:
+                handed = msgspec.structs.replace(s, takeover=False, review=None)
+                return move(handed, "planning", "handed back")
+            return msgspec.structs.replace(s, takeover=False)
 
         return await self._control(session_id, user_id, change)
 
@@ -261,6 +275,9 @@ class Sessions:
         while True:
             try:
                 await runner.run()
+                return
+            except Unreadable as exc:  # its record is broken: nothing to run
+                log.error("session %s: %s; its loop ends", runner.id, exc)
                 return
             except Unavailable as exc:  # Redis is down: try again shortly
                 log.warning("session %s: %s", runner.id, exc)

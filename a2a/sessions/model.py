@@ -50,19 +50,18 @@ Mode = Literal["manual", "semi_auto", "full_auto"]
 Role = Literal["local_agent", "remote_agent", "user"]
 SentBy = Literal["auto_sent", "user_approved", "user_written"]
 Count = Annotated[int, Meta(ge=0)]
-Positive = Annotated[int, Meta(ge=1)]
 Text = Annotated[str, Meta(max_length=1 << 20)]
 
 
 class Limits(Wire):
     """The seed's mandatory hard limits of one run."""
 
-    max_turns: Positive = 8
+    max_turns: Annotated[int, Meta(ge=1, le=1000)] = 8
     """Messages sent to the remote agent."""
-    max_duration_ms: Positive = 10 * 60 * 1000
-    max_failures: Positive = 3
+    max_duration_ms: Annotated[int, Meta(ge=1, le=7 * 24 * 3600 * 1000)] = 10 * 60 * 1000
+    max_failures: Annotated[int, Meta(ge=1, le=100)] = 3
     """Consecutive failed turns."""
-    max_tokens_budget: Positive | None = None
+    max_tokens_budget: Annotated[int, Meta(ge=1, le=10**12)] | None = None
     """Tokens the local and remote agents may use together (as they report them)."""
 
 
@@ -119,6 +118,8 @@ class Session(Wire):
     """Who let the draft go: ``user_approved`` or ``user_written`` (None: the mode decides)."""
     review: str | None = None
     """Why the draft waits for the person (manual mode, or the semi-auto rule that asked)."""
+    in_flight: Literal["local", "remote"] | None = None
+    """The step under way (a paused session resumes into it, so its outcome is not lost)."""
     takeover: bool = False
     """The person writes the next outbound message (Take over)."""
     failures: Count = 0

@@ -75,7 +75,7 @@ _encode = msgspec.json.Encoder().encode
 
 class PolicyStore:
     """Policies and their counters in Redis (keys ``P session-policy:<user>:<profile>``,
-    ``P session-rate:<profile>:<target>:<minute>``, ``P session-calls:<profile>``)."""
+    ``P session-rate:<user>:<profile>:<target>:<minute>``, ``P session-calls:<user>:<profile>``)."""
 
     def __init__(self, redis: aioredis.Redis, namespace: str) -> None:
         self.redis = redis
@@ -96,16 +96,20 @@ class PolicyStore:
             await self.redis.set(f"{self.prefix}session-policy:{user_id}:{profile_id}", _encode(policy))
 
     @asynccontextmanager
-    async def admit(self, policy: SharedCallPolicy, profile_id: str, target: str) -> AsyncIterator[None]:
+    async def admit(
+        self, policy: SharedCallPolicy, user_id: str, profile_id: str, target: str
+    ) -> AsyncIterator[None]:
         """Hold one of the profile's concurrent shared calls, within the pair's rate, while the block runs.
+
+        Counted per user, like the policy itself: one user's sessions never use up another's.
 
         Raises:
             Overloaded: the rate per minute for (profile, target) is used up, or the
                 profile has ``maxConcurrentSharedCalls`` in flight.
         """
         minute = int(time.time() // 60)
-        rate_key = f"{self.prefix}session-rate:{profile_id}:{target}:{minute}"
-        calls_key = f"{self.prefix}session-calls:{profile_id}"
+        rate_key = f"{self.prefix}session-rate:{user_id}:{profile_id}:{target}:{minute}"
+        calls_key = f"{self.prefix}session-calls:{user_id}:{profile_id}"
         slot = secrets.token_hex(8)
         now = time.time()
         with redis_errors("admit a shared call"):

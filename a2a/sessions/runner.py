@@ -11,29 +11,22 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
 
-from bus.errors import (
-    A2AError,
-    AgentError,
-    AgentLost,
-    DeadlineExceeded,
-    LimitExceeded,
-    NoResponders,
-    PermissionDenied,
-    Unavailable,
-)
+from bus.errors import A2AError, AgentError, Unavailable
 from bus.wire import Orchestration
 
 from ..stdio.config import StdioConfig, turn_timeout
 from ..stdio.frames import LocalPromptRequest
+from . import outcomes
 from . import policy as policies
 from .bounds import bounded
 from .machine import interrupted, move
-from .model import TERMINAL, Ending, SentBy, Session, Turn
+from .model import TERMINAL, Ending, Session
 from .policy import PolicyStore
 from .rules import review_reason, sent_by_of
 from .store import AuditEntry, SessionStore
@@ -49,8 +42,6 @@ LOCAL_TURN = StdioConfig()
 """The seed's turn timeouts (60 s, 120 s with tool use), lowered by ``local_turn_timeout_ms``."""
 _MARGIN = 2.0  # seconds the local call gets beyond its turn, for the bridge to report a timeout itself
 POLL = 0.2  # seconds between reads while the session waits for the person
-_FATAL = (Unavailable, NoResponders, AgentLost)
-"""A local agent that cannot be reached: the seed ends the run in ``error`` (user action needed)."""
 
 
 class SessionRunner:
@@ -70,7 +61,7 @@ class SessionRunner:
             session = await self.store.get(self.id)
             if session.state in TERMINAL:
                 return
-            limit = self._limit_hit(session)
+            limit = _limit_hit(session)
             if limit is not None:
                 await self._end(session, "stopped", limit)
                 continue
@@ -78,7 +69,7 @@ class SessionRunner:
             if state == "idle":
                 await self._update(lambda s: move(s, "planning", "started") if s.state == "idle" else s)
             elif state == "planning":
-                await self._plan(session)
+                await self._update(_plan)
             elif state == "waiting_local":
                 await self._ask_local(session)
             elif state == "ready_to_send" and session.review is None and session.draft is not None:
@@ -93,26 +84,8 @@ class SessionRunner:
             await self.wake.wait()
         self.wake = anyio.Event()
 
-    async def _update(self, change: Any) -> Session:
+    async def _update(self, change: Callable[[Session], Session]) -> Session:
         return await self.store.update(self.id, change)
-
-    def _limit_hit(self, s: Session) -> Ending | None:
-        lim = s.limits
-        if (time.time() - s.started_at) * 1000 > lim.max_duration_ms:
-            return Ending(
-                kind="limit", limit="maxDurationMs", message=f"the run reached {lim.max_duration_ms} ms"
-            )
-        if lim.max_tokens_budget is not None and s.tokens_used >= lim.max_tokens_budget:
-            return Ending(
-                kind="limit",
-                limit="maxTokensBudget",
-                message=f"the run used {s.tokens_used} tokens of {lim.max_tokens_budget}",
-            )
-        if s.state == "planning" and s.sent >= lim.max_turns:
-            return Ending(
-                kind="limit", limit="maxTurns", message=f"{s.sent} messages sent: maxTurns is {lim.max_turns}"
-            )
-        return None
 
     async def _end(self, session: Session, state: Any, ending: Ending) -> None:
         def change(s: Session) -> Session:
@@ -120,22 +93,6 @@ class SessionRunner:
 
         s = await self._update(change)
         await self._audit(s, "ended", state, failure=ending.message if state == "error" else None)
-
-    async def _plan(self, session: Session) -> None:
-        def change(s: Session) -> Session:
-            if s.state != "planning":
-                return s
-            if s.takeover:
-                return move(
-                    s,
-                    "ready_to_send",
-                    "the person writes",
-                    draft=None,
-                    review="take over: write the next message",
-                )
-            return move(s, "waiting_local", "asking the local agent")
-
-        await self._update(change)
 
     async def _ask_local(self, session: Session) -> None:
         remote_message, history, summary = bounded(session.turns, session.constraints)
@@ -147,148 +104,63 @@ class SessionRunner:
             "objective": session.objective,
             "remote_message": remote_message,
             "history": msgspec.to_builtins(history),
-            "constraints": {
-                k: v for k, v in msgspec.to_builtins(session.constraints).items() if v is not None
-            },
+            "constraints": _present(msgspec.to_builtins(session.constraints)),
         }
         if summary is not None:
             frame["history_summary"] = summary
         msgspec.convert({**frame, "request_id": "check"}, LocalPromptRequest)  # the frame is ours: valid
         start = time.monotonic()
+        tokens = 0
         try:
             response = await self.rt.request(
                 session.profile_id,
                 "prompt",
                 frame,
-                timeout=turn_timeout(session.constraints, LOCAL_TURN) + _MARGIN,
+                timeout=_within(session, turn_timeout(session.constraints, LOCAL_TURN) + _MARGIN),
                 user_id=session.user_id,
                 conversation_id=session.id,
             )
+            tokens = response.payload.usage.total if response.payload.usage is not None else 0
+            draft, metrics = _draft_of(response.payload.result, session)
         except A2AError as exc:
-            await self._local_failed(exc)
-            return
-        result = response.payload.result if isinstance(response.payload.result, dict) else {}
-        tokens = response.payload.usage.total if response.payload.usage is not None else 0
-        draft = str(result.get("draft_message", ""))
-        metrics = result.get("metrics") if isinstance(result.get("metrics"), dict) else {}
-        assert isinstance(metrics, dict)
-        c = session.constraints
-        rounds = metrics.get("tool_rounds")
-        if isinstance(rounds, int) and rounds > c.max_tool_rounds:
-            await self._local_failed(
-                AgentError(
-                    f"the local agent used {rounds} tool rounds (max_tool_rounds {c.max_tool_rounds})"
-                ),
-                tokens,
-            )
-            return
-        if len(draft) > c.max_output_chars:
-            await self._local_failed(
-                AgentError(f"the draft has {len(draft)} characters (max_output_chars {c.max_output_chars})"),
-                tokens,
-            )
+            error, failed = exc, self._redact(exc.message)
+            s = await self._update(lambda s: outcomes.local_failed(s, error, failed, tokens))
+            await self._audit(s, "local_draft", "error", failure=f"{error.code}: {failed}")
             return
         elapsed = int((time.monotonic() - start) * 1000)
-        redacted = self.rt.redactor.redact(draft)
-
-        def change(s: Session) -> Session:
-            if s.state not in ("waiting_local", "paused"):
-                return s
-            used = s.tokens_used + tokens
-            if not draft.strip():
-                if s.state == "paused":
-                    return s
-                done = Ending(kind="done", message="the local agent has nothing more to send")
-                return move(
-                    s, "completed", "the local agent is done", ending=done, tokens_used=used, failures=0
-                )
-            review = review_reason(s, draft, metrics, redacted)
-            if s.state == "paused":
-                return msgspec.structs.replace(s, draft=draft, review=review, tokens_used=used, failures=0)
-            return move(
-                s,
-                "ready_to_send",
-                f"draft in {elapsed} ms",
-                draft=draft,
-                review=review,
-                tokens_used=used,
-                failures=0,
-            )
-
-        s = await self._update(change)
+        redacted = self._redact(draft)  # kept and sent redacted; a hit asks for review in semi_auto
+        review = review_reason(session, draft, metrics, redacted)
+        s = await self._update(lambda s: outcomes.draft_received(s, redacted, review, tokens, elapsed))
         await self._audit(s, "local_draft", "ok", duration_ms=elapsed)
-
-    async def _local_failed(self, exc: A2AError, tokens: int = 0) -> None:
-        message = self.rt.redactor.redact(exc.message)
-        fatal = isinstance(exc, _FATAL)
-
-        def change(s: Session) -> Session:
-            if s.state not in ("waiting_local", "paused"):
-                return s
-            failures = s.failures + 1
-            fields = {
-                "failures": failures,
-                "last_error": f"{exc.code}: {message}",
-                "tokens_used": s.tokens_used + tokens,
-            }
-            if fatal or failures >= s.limits.max_failures:
-                ending = (
-                    Ending(
-                        kind="failure", message=f"the local agent cannot be reached: {exc.code}: {message}"
-                    )
-                    if fatal
-                    else Ending(
-                        kind="limit",
-                        limit="maxFailures",
-                        message=f"{_failed(failures)}: {exc.code}: {message}",
-                    )
-                )
-                return move(s, "error", ending.message, ending=ending, **fields)
-            if s.state == "paused":
-                return msgspec.structs.replace(s, **fields)
-            return move(s, "planning", f"local turn failed: {exc.code}", **fields)
-
-        s = await self._update(change)
-        await self._audit(s, "local_draft", "error", failure=f"{exc.code}: {message}")
 
     async def _send(self, session: Session) -> None:
         draft = session.draft
         assert draft is not None
-        sent_by: SentBy = sent_by_of(session)
-        control = Orchestration(
-            origin_agent_device_id=session.profile_id,
-            trace_id=session.trace_id,
-            hop_count=1,
-            orchestrator_profile_id=session.profile_id,
-        )
-        turn_index = session.sent
-
-        def start(s: Session) -> Session:
-            if s.state != "ready_to_send" or s.draft != draft or s.review is not None:
-                return s
-            turn = Turn(
-                index=len(s.turns),
-                role="user" if sent_by == "user_written" else "local_agent",
-                text=draft,
-                at=time.time(),
-                sent_by=sent_by,
-            )
-            return move(
-                s, "waiting_remote", f"sending ({sent_by})", turns=[*s.turns, turn], draft=None, draft_by=None
-            )
-
-        s = await self._update(start)
+        sent_by = sent_by_of(session)
+        s = await self._update(lambda s: outcomes.sending(s, draft, sent_by))
         if s.state != "waiting_remote":
             return
+        control = Orchestration(
+            origin_agent_device_id=s.profile_id,
+            trace_id=s.trace_id,
+            hop_count=1,
+            orchestrator_profile_id=s.profile_id,
+        )
         t0 = time.monotonic()
         try:
             policy = await self.policies.get(s.user_id, s.profile_id)
             policies.check(policy, control, s.remote)
-            async with self.policies.admit(policy, s.profile_id, s.remote):
+            async with self.policies.admit(policy, s.user_id, s.profile_id, s.remote):
+                # A pause or stop acknowledged while the checks ran still holds the message back.
+                now = await self.store.get(self.id)
+                if now.state != "waiting_remote":
+                    await self._update(lambda s: outcomes.withdrawn(s, draft))
+                    return
                 response = await self.rt.request(
                     s.remote,
                     s.remote_action,
                     {"text": draft},
+                    timeout=_within(s, self.rt.settings.default_timeout),
                     user_id=s.user_id,
                     conversation_id=s.id,
                     max_hops=policy.max_hop_count,
@@ -298,64 +170,24 @@ class SessionRunner:
                     else max(1, s.limits.max_tokens_budget - s.tokens_used),
                 )
         except A2AError as exc:
-            await self._remote_failed(exc, draft)
+            error, failed = exc, self._redact(exc.message)
+            s = await self._update(lambda s: outcomes.remote_failed(s, error, failed, draft))
+            await self._audit(s, "remote_send", "error", failure=f"{error.code}: {failed}", control=control)
+            if s.state == "ready_to_send":
+                await anyio.sleep(min(5.0, 0.5 * max(1, s.failures)))  # back off before sending again
             return
         elapsed = int((time.monotonic() - t0) * 1000)
         result = response.payload.result
-        text = result if isinstance(result, str) else msgspec.json.encode(result).decode()
+        text = self._redact(result if isinstance(result, str) else msgspec.json.encode(result).decode())
         tokens = response.payload.usage.total if response.payload.usage is not None else 0
-
-        def received(s: Session) -> Session:
-            if s.state not in ("waiting_remote", "paused"):
-                return s
-            turn = Turn(
-                index=len(s.turns),
-                role="remote_agent",
-                text=text,
-                at=time.time(),
-                tokens=tokens,
-                duration_ms=elapsed,
-            )
-            fields = {"turns": [*s.turns, turn], "tokens_used": s.tokens_used + tokens, "failures": 0}
-            if s.state == "paused":
-                return msgspec.structs.replace(s, **fields)
-            return move(
-                move(s, "processing_remote", f"reply in {elapsed} ms", **fields), "planning", "next turn"
-            )
-
-        s = await self._update(received)
+        turn_index = s.sent - 1
+        s = await self._update(lambda s: outcomes.reply_received(s, text, tokens, elapsed))
         await self._audit(
             s, "remote_reply", "ok", duration_ms=elapsed, turn_index=turn_index, control=control
         )
 
-    async def _remote_failed(self, exc: A2AError, draft: str) -> None:
-        message = self.rt.redactor.redact(exc.message)
-        refused = isinstance(exc, PermissionDenied | LimitExceeded) and not isinstance(exc, DeadlineExceeded)
-
-        def change(s: Session) -> Session:
-            if s.state not in ("waiting_remote", "paused"):
-                return s
-            failures = s.failures + 1
-            turns = s.turns[:-1] if s.turns and s.turns[-1].text == draft else s.turns  # not delivered
-            fields = {"failures": failures, "last_error": f"{exc.code}: {message}", "turns": turns}
-            if refused:
-                ending = Ending(kind="policy", message=f"refused: {exc.code}: {message}")
-                return move(s, "error", ending.message, ending=ending, **fields)
-            if failures >= s.limits.max_failures:
-                ending = Ending(
-                    kind="limit", limit="maxFailures", message=f"{_failed(failures)}: {exc.code}: {message}"
-                )
-                return move(s, "error", ending.message, ending=ending, **fields)
-            if s.state == "paused":
-                return msgspec.structs.replace(s, draft=draft, **fields)
-            return move(s, "ready_to_send", f"send failed: {exc.code}", draft=draft, **fields)
-
-        s = await self._update(change)
-        await self._audit(
-            s, "remote_send", "refused" if refused else "error", failure=f"{exc.code}: {message}"
-        )
-        if s.state == "ready_to_send":
-            await anyio.sleep(min(5.0, 0.5 * s.failures))  # back off before sending again
+    def _redact(self, text: str) -> str:
+        return self.rt.redactor.redact(text)
 
     async def _audit(
         self,
@@ -379,7 +211,7 @@ class SessionRunner:
             event=event,
             status=status,
             duration_ms=duration_ms,
-            failure_reason=None if failure is None else self.rt.redactor.redact(failure),
+            failure_reason=None if failure is None else self._redact(failure),
             trace_id=s.trace_id,
             hop_count=0 if control is None else control.hop_count,
         )
@@ -389,8 +221,61 @@ class SessionRunner:
             log.warning("session %s: audit entry lost: %s", s.id, exc)
 
 
-def _failed(n: int) -> str:
-    return f"{n} failed turn{'s' if n != 1 else ''} in a row"
+def _plan(s: Session) -> Session:
+    if s.state != "planning":
+        return s
+    if s.takeover:
+        review = "take over: write the next message"
+        return move(s, "ready_to_send", "the person writes", draft=None, review=review)
+    return move(s, "waiting_local", "asking the local agent", in_flight="local")
+
+
+def _limit_hit(s: Session) -> Ending | None:
+    lim = s.limits
+    if (time.time() - s.started_at) * 1000 > lim.max_duration_ms:
+        return Ending(
+            kind="limit", limit="maxDurationMs", message=f"the run reached {lim.max_duration_ms} ms"
+        )
+    if lim.max_tokens_budget is not None and s.tokens_used >= lim.max_tokens_budget:
+        message = f"the run used {s.tokens_used} tokens of {lim.max_tokens_budget}"
+        return Ending(kind="limit", limit="maxTokensBudget", message=message)
+    if s.state == "planning" and s.sent >= lim.max_turns:
+        return Ending(
+            kind="limit", limit="maxTurns", message=f"{s.sent} messages sent: maxTurns is {lim.max_turns}"
+        )
+    return None
+
+
+def _budget_left(s: Session) -> int | None:
+    budget = s.limits.max_tokens_budget
+    return None if budget is None else max(1, budget - s.tokens_used)
+
+
+def _within(s: Session, timeout: float) -> float:
+    """``timeout``, or less: what is left of the run's ``maxDurationMs``."""
+    left = s.started_at + s.limits.max_duration_ms / 1000 - time.time()
+    return max(0.001, min(timeout, left))
+
+
+def _draft_of(result: object, session: Session) -> tuple[str, dict[str, Any]]:
+    """The draft and metrics of a ``prompt`` result.
+
+    Raises:
+        AgentError: the result is not ``{"draft_message": str, ...}``, or breaks the
+            turn's constraints (a failed turn).
+    """
+    if not isinstance(result, dict) or not isinstance(result.get("draft_message"), str):
+        raise AgentError("the local agent's answer has no draft_message string")
+    draft: str = result["draft_message"]
+    metrics = result.get("metrics") if isinstance(result.get("metrics"), dict) else {}
+    assert isinstance(metrics, dict)
+    c = session.constraints
+    rounds = metrics.get("tool_rounds")
+    if isinstance(rounds, int) and rounds > c.max_tool_rounds:
+        raise AgentError(f"the local agent used {rounds} tool rounds (max_tool_rounds {c.max_tool_rounds})")
+    if len(draft) > c.max_output_chars:
+        raise AgentError(f"the draft has {len(draft)} characters (max_output_chars {c.max_output_chars})")
+    return draft, metrics
 
 
 def _present(fields: dict[str, Any]) -> dict[str, Any]:

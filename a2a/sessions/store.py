@@ -13,6 +13,7 @@ A session in a working state whose owner's lease has lapsed is failed by whoever
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -21,7 +22,7 @@ import msgspec
 import redis.asyncio as aioredis
 from redis.exceptions import WatchError
 
-from bus.errors import InvalidParams, Unavailable
+from bus.errors import InvalidEnvelope, InvalidParams, Unavailable
 from bus.wire import Wire
 from discovery.errors import redis_errors
 from discovery.registry import RegistryKeys
@@ -29,7 +30,7 @@ from discovery.registry import RegistryKeys
 from .machine import move
 from .model import TERMINAL, Ending, Session, SessionEvent
 
-__all__ = ["AuditEntry", "NotFound", "SessionStore"]
+__all__ = ["AuditEntry", "NotFound", "SessionStore", "Unreadable"]
 
 AUDIT_ENTRIES = 1000  # per profile
 _CAS_TRIES = 50
@@ -37,6 +38,10 @@ _CAS_TRIES = 50
 
 class NotFound(InvalidParams):
     """No session of this id (or not the caller's: the same answer, so ids are not probed)."""
+
+
+class Unreadable(InvalidEnvelope):
+    """A stored session this version cannot read: nothing will change that by retrying."""
 
 
 class AuditEntry(Wire):
@@ -58,6 +63,7 @@ class AuditEntry(Wire):
     hop_count: int = 0
 
 
+log = logging.getLogger("a2a.sessions")
 _session_decoder = msgspec.json.Decoder(Session)
 _audit_decoder = msgspec.json.Decoder(AuditEntry)
 _encode = msgspec.json.Encoder().encode
@@ -111,6 +117,8 @@ class SessionStore:
                 found.append(await self.get(str(session_id), user_id))
             except NotFound:
                 continue
+            except Unreadable as exc:  # one bad record must not hide the others
+                log.warning("%s", exc)
         return found
 
     async def update(self, session_id: str, change: Callable[[Session], Session]) -> Session:
@@ -217,7 +225,7 @@ def _decode(raw: bytes | str, session_id: str) -> Session:
     try:
         return _session_decoder.decode(raw)
     except msgspec.DecodeError as exc:
-        raise Unavailable(
+        raise Unreadable(
             f"session {session_id} is stored in a form this version cannot read: {exc}"
         ) from None
 

@@ -102,3 +102,34 @@ async def test_bad_requests_get_typed_errors(client: httpx.AsyncClient) -> None:
     unknown = await client.post("/api/sessions/sess_nope/explode", json={}, headers=alice)
     assert unknown.status_code in (400, 404)
     assert (await client.get("/static/../app.py", headers=alice)).status_code == 404
+
+
+async def test_the_body_is_checked_field_by_field(client: httpx.AsyncClient) -> None:
+    alice = bearer("tok-alice")
+    for body, word in [
+        ({**START, "objective": None}, "objective must be a string"),
+        ({**START, "local": {"a": 1}}, "local must be a string"),
+        ({**START, "maxTurns": 10**30}, "maxTurns"),
+        ({**START, "maxTurns": "5"}, "maxTurns"),
+        ({**START, "maxDurationMs": 0}, "maxDurationMs"),
+    ]:
+        r = await client.post("/api/sessions", json=body, headers=alice)
+        assert r.status_code == 400 and word in r.json()["error"]["message"], (body, r.text)
+    r = await client.post(
+        "/api/sessions", json={**START, "maxDurationMs": 60_000, "maxFailures": 2}, headers=alice
+    )
+    assert r.status_code == 201 and r.json()["limits"]["maxDurationMs"] == 60_000
+    assert r.headers["cache-control"] == "no-store"
+
+
+@pytest.mark.parametrize("auth", [ConsoleAuth("local")])
+async def test_without_credentials_only_loopback_names_are_answered(console: Console) -> None:
+    port = console.url.rsplit(":", 1)[1]
+    async with httpx.AsyncClient(base_url=console.url, timeout=10) as c:
+        assert (await c.get("/api/state")).status_code == 200
+        assert (await c.get("/api/state", headers={"Host": f"localhost:{port}"})).status_code == 200
+        rebound = {"Host": f"attacker.example:{port}", "Origin": f"http://attacker.example:{port}"}
+        assert (await c.get("/api/state", headers=rebound)).status_code == 421
+        assert (await c.post("/api/sessions", json=START, headers=rebound)).status_code == 421
+        other_scheme = {"Origin": f"https://127.0.0.1:{port}"}
+        assert (await c.post("/api/sessions", json=START, headers=other_scheme)).status_code == 403

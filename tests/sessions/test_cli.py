@@ -38,7 +38,8 @@ async def test_a_session_from_the_command_line(settings: Settings) -> None:
     async with Runtime(settings) as rt:
         await rt.serve(peer.agent(), *remote_agents([]))
         denied = await cli(settings, "start", "drafter", "remote", "hi", "--mode", "full_auto")
-        assert denied.returncode == 1 and "allowSharedAgentCalls is off" in denied.stdout
+        assert denied.returncode != 0 and "allowSharedAgentCalls is off" in denied.stderr
+        assert "Traceback" not in denied.stderr
         policy = await cli(settings, "policy", "drafter", "--allow", "remote")
         assert policy.returncode == 0 and "drafter may send to: remote" in policy.stdout
         done = await anyio.to_thread.run_sync(

@@ -74,16 +74,20 @@ async def test_the_rate_and_the_concurrency_hold_across_processes(bench: Bench, 
     )
     async with Runtime(settings) as other_rt, Sessions(other_rt) as other:
         here, there = bench.sessions.policies, other.policies
-        async with here.admit(policy, "p1", "remote"), there.admit(policy, "p1", "remote"):
+        async with here.admit(policy, USER, "p1", "remote"), there.admit(policy, USER, "p1", "remote"):
             with pytest.raises(Overloaded) as busy:
-                async with here.admit(policy, "p1", "remote"):
+                async with here.admit(policy, USER, "p1", "remote"):
                     pass
             assert busy.value.details == {"limit": "maxConcurrentSharedCalls", "max": 2}
-        async with there.admit(policy, "p1", "remote"):  # the slots were given back; the 3rd this minute
+        async with there.admit(
+            policy, USER, "p1", "remote"
+        ):  # the slots were given back; the 3rd this minute
             pass
         with pytest.raises(Overloaded) as rate:
-            async with here.admit(policy, "p1", "remote"):
+            async with here.admit(policy, USER, "p1", "remote"):
                 pass
         assert rate.value.details == {"limit": "rate", "perMinute": 3}
-        async with here.admit(policy, "p1", "elsewhere"):  # a rate per (profile, target)
+        async with here.admit(policy, USER, "p1", "elsewhere"):  # a rate per (profile, target)
+            pass
+        async with here.admit(policy, "bob", "p1", "remote"):  # and per user: alice's use is hers
             pass

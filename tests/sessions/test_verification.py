@@ -10,7 +10,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from a2a.errors import CycleDetected, InvalidParams
+from a2a.errors import CycleDetected, InvalidParams, PermissionDenied
 from a2a.sessions import Limits, SharedCallPolicy
 from a2a.sessions.bounds import summarise
 from a2a.stdio import Constraints, HistoryTurn
@@ -95,11 +95,17 @@ async def test_5_pause_resume_and_stop_keep_the_remote_conversation_intact(bench
 
 
 async def test_6_the_policy_blocks_a_target_it_does_not_list(bench: Bench) -> None:
-    s = await bench.wait(await bench.start(mode="full_auto", remote="remote2"), "error")
-    assert s.ending is not None and s.ending.kind == "policy" and "PERMISSION_DENIED" in s.ending.message
+    with pytest.raises(PermissionDenied) as unlisted:
+        await bench.start(mode="full_auto", remote="remote2")
+    assert "allowedSharedDeviceIds" in unlisted.value.message
+    # The policy is checked again at each send: withdrawn while a draft waits, the send is refused.
+    s = await bench.wait(await bench.start(mode="manual"), "ready_to_send")
     await bench.sessions.set_policy(USER, "drafter", SharedCallPolicy())  # the default: deny
-    s = await bench.wait(await bench.start(mode="full_auto"), "error")
-    assert s.ending is not None and "allowSharedAgentCalls" in s.ending.message
+    await bench.sessions.approve(s.id, USER)
+    s = await bench.wait(s, "error")
+    assert s.ending is not None and s.ending.kind == "policy" and "allowSharedAgentCalls" in s.ending.message
+    with pytest.raises(PermissionDenied):
+        await bench.start(mode="full_auto")
     assert bench.received == []
 
 

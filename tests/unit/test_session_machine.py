@@ -43,7 +43,7 @@ def test_an_ended_session_goes_nowhere(state: str) -> None:
 def test_no_shortcut_past_the_send() -> None:
     assert not can_move("waiting_local", "waiting_remote")  # a draft is ready before it is sent
     assert not can_move("planning", "processing_remote")
-    assert not can_move("paused", "waiting_remote")  # resuming never sends by itself
+    assert not can_move("paused", "processing_remote")  # a reply comes only after a send
     assert not can_move("paused", "paused")
 
 
