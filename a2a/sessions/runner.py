@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
 
 from bus.errors import A2AError, AgentError, Unavailable
-from bus.wire import Orchestration
+from bus.wire import Orchestration, ResponseEnvelope
 
 from ..stdio.config import StdioConfig, turn_timeout
 from ..stdio.frames import LocalPromptRequest
@@ -42,6 +42,7 @@ LOCAL_TURN = StdioConfig()
 """The seed's turn timeouts (60 s, 120 s with tool use), lowered by ``local_turn_timeout_ms``."""
 _MARGIN = 2.0  # seconds the local call gets beyond its turn, for the bridge to report a timeout itself
 POLL = 0.2  # seconds between reads while the session waits for the person
+STEP_POLL = 0.5  # seconds between reads while a step runs (a stop withdraws its call)
 
 
 class SessionRunner:
@@ -79,8 +80,8 @@ class SessionRunner:
             else:  # paused, or a draft waiting for the person
                 await self._wait()
 
-    async def _wait(self) -> None:
-        with anyio.move_on_after(POLL):
+    async def _wait(self, seconds: float = POLL) -> None:
+        with anyio.move_on_after(seconds):
             await self.wake.wait()
         self.wake = anyio.Event()
 
@@ -112,7 +113,8 @@ class SessionRunner:
         start = time.monotonic()
         tokens = 0
         try:
-            response = await self.rt.request(
+            response = await self._unless_stopped(
+                self.rt.request,
                 session.profile_id,
                 "prompt",
                 frame,
@@ -120,6 +122,8 @@ class SessionRunner:
                 user_id=session.user_id,
                 conversation_id=session.id,
             )
+            if response is None:
+                return  # stopped meanwhile: the call was withdrawn
             tokens = response.payload.usage.total if response.payload.usage is not None else 0
             draft, metrics = _draft_of(response.payload.result, session)
         except A2AError as exc:
@@ -156,7 +160,8 @@ class SessionRunner:
                 if now.state != "waiting_remote":
                     await self._update(lambda s: outcomes.withdrawn(s, draft))
                     return
-                response = await self.rt.request(
+                response = await self._unless_stopped(
+                    self.rt.request,
                     s.remote,
                     s.remote_action,
                     {"text": draft},
@@ -165,10 +170,10 @@ class SessionRunner:
                     conversation_id=s.id,
                     max_hops=policy.max_hop_count,
                     orchestration=control,
-                    budget=None
-                    if s.limits.max_tokens_budget is None
-                    else max(1, s.limits.max_tokens_budget - s.tokens_used),
+                    budget=_budget_left(s),
                 )
+            if response is None:
+                return  # stopped meanwhile: the call was withdrawn
         except A2AError as exc:
             error, failed = exc, self._redact(exc.message)
             s = await self._update(lambda s: outcomes.remote_failed(s, error, failed, draft))
@@ -185,6 +190,35 @@ class SessionRunner:
         await self._audit(
             s, "remote_reply", "ok", duration_ms=elapsed, turn_index=turn_index, control=control
         )
+
+    async def _unless_stopped(
+        self, request: Callable[..., Awaitable[ResponseEnvelope]], *args: Any, **kwargs: Any
+    ) -> ResponseEnvelope | None:
+        """The step's call, withdrawn (None) if the session is stopped meanwhile, from any process."""
+        response: ResponseEnvelope | None = None
+        failed: A2AError | None = None
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                while True:
+                    await self._wait(STEP_POLL)
+                    try:
+                        stopped = (await self.store.get(self.id)).state in TERMINAL
+                    except Unavailable:  # a blip of Redis is no reason to give up the call
+                        continue
+                    if stopped:
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch)
+            try:
+                response = await request(*args, **kwargs)
+            except A2AError as exc:  # raised here, not as a group of the task group's
+                failed = exc
+            tg.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+        return response
 
     def _redact(self, text: str) -> str:
         return self.rt.redactor.redact(text)

@@ -36,6 +36,8 @@ class Received:
     hop: int
     orchestration: dict[str, Any] | None = None
     """The control metadata the message came with (outside its text)."""
+    withdrawn: bool = False
+    """The caller withdrew the call while the agent answered."""
 
 
 @dataclass
@@ -68,12 +70,14 @@ def remote_agents(received: list[Received], delay: float = 0.0) -> list[Agent]:
     async def reply(ctx: Context, params: dict[str, Any]) -> str:
         text = str(params.get("text", ""))
         control = ctx.request.orchestration
-        received.append(
-            Received(
-                text, ctx.conversation_id, ctx.user_id, ctx.hop, control and msgspec.to_builtins(control)
-            )
-        )
-        await anyio.sleep(delay)
+        seen = None if control is None else msgspec.to_builtins(control)
+        got = Received(text, ctx.conversation_id, ctx.user_id, ctx.hop, seen)
+        received.append(got)
+        try:
+            await anyio.sleep(delay)
+        except anyio.get_cancelled_exc_class():
+            got.withdrawn = True
+            raise
         return f"reply {len(received)} to: {text[:40]}"
 
     relays = []

@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
-from a2a import Agent, Context
-from a2a.sessions import Limits, SharedCallPolicy
+from a2a import Agent, Context, Runtime, Settings
+from a2a.sessions import Limits, Sessions, SharedCallPolicy
 from tests.sessions.conftest import USER, Bench
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -83,3 +83,22 @@ async def test_taking_over_sets_the_local_draft_aside(bench: Bench) -> None:
         while not bench.received:
             await anyio.sleep(0.02)
     assert [r.text for r in bench.received] == ["mine"]
+
+
+@pytest.mark.parametrize("remote_delay", [5.0])
+async def test_a_stop_from_another_process_withdraws_the_call_in_flight(
+    bench: Bench, settings: Settings
+) -> None:
+    s = await bench.start(mode="full_auto")
+    with anyio.fail_after(10):
+        while not bench.received:
+            await anyio.sleep(0.01)
+    async with Runtime(settings) as other_rt, Sessions(other_rt) as other:
+        start = anyio.current_time()
+        await other.stop(s.id, USER)  # the owner sees it within a poll and withdraws its call
+        with anyio.fail_after(3):
+            while not bench.received[0].withdrawn:
+                await anyio.sleep(0.02)
+        assert anyio.current_time() - start < 2
+    s = await bench.sessions.get(s.id, USER)
+    assert s.state == "stopped" and [t.role for t in s.turns] == ["local_agent"]
