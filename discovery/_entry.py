@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .profile import AgentProfile
 from .scoring import trust_weight
@@ -14,8 +14,6 @@ __all__ = ["ViewEntry"]
 class ViewEntry:
     profile: AgentProfile
     proficiencies: dict[str, float]
-    seen: float = field(default=0.0)
-    """Local monotonic time of the last event about this instance."""
 
     @property
     def agent_id(self) -> str:

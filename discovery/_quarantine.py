@@ -34,19 +34,19 @@ class Quarantine:
         until = self._until.get(agent_id)
         if until is None:
             return False
-        if self.clock() < until:
-            return True
-        del self._until[agent_id]
-        return False
+        return self.clock() < until
 
-    def expire(self) -> None:
-        """Forget the ids whose time is up."""
+    def expire(self) -> list[str]:
+        """Forget the ids whose time is up, and return them (to be read back: they may live)."""
         now = self.clock()
+        released = []
         while self._until:
             first = next(iter(self._until))
             if self._until[first] > now:
                 break
             del self._until[first]
+            released.append(first)
+        return released
 
     def __len__(self) -> int:
         return len(self._until)

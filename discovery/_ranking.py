@@ -9,7 +9,6 @@ is at most 1, so the proficiencies read bound the score of every instance not ye
 from __future__ import annotations
 
 import bisect
-import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
@@ -27,16 +26,16 @@ TIE_WINDOW = 16
 class RankedEntries:
     """Instances by id and per capability, and the choice of one for a request.
 
+    An entry stays until it is removed (its instance deregistered or expired): liveness
+    is the registry's to judge, not the age of the last news, since an unchanged instance
+    sends none.
+
     Args:
-        stale_after: seconds without news after which an entry is not routed to (while
-            :attr:`connected`: with no news source, the last known state is all there is).
         trust_floor: instances trusted less are never chosen by capability.
     """
 
-    def __init__(self, *, stale_after: float, trust_floor: float) -> None:
-        self.stale_after = stale_after
+    def __init__(self, *, trust_floor: float) -> None:
         self.trust_floor = check_floor(trust_floor)
-        self.connected = False
         self._entries: dict[str, ViewEntry] = {}
         self._ranked: dict[str, list[tuple[float, str]]] = {}
         """Capability -> (-proficiency, instance id), best first."""
@@ -44,13 +43,10 @@ class RankedEntries:
     # -- reading ---------------------------------------------------------------
 
     def entries(self) -> list[ViewEntry]:
-        """Live entries."""
-        now = time.monotonic()
-        return [e for e in self._entries.values() if self._is_live(e, now)]
+        return list(self._entries.values())
 
     def get(self, agent_id: str) -> ViewEntry | None:
-        entry = self._entries.get(agent_id)
-        return entry if entry is not None and self._is_live(entry, time.monotonic()) else None
+        return self._entries.get(agent_id)
 
     def best(
         self,
@@ -63,7 +59,7 @@ class RankedEntries:
 
         Highest match score times trust among available instances, ties to the lower
         load. When every capable instance is busy, the best of the busy ones (ties to
-        the least loaded: it queues the request). Offline, stale and ``exclude``d
+        the least loaded: it queues the request). Offline and ``exclude``d
         instances are never chosen, nor instances trusted less than :attr:`trust_floor`,
         nor instances of an agent whose name ``allowed`` rejects (the caller's rights).
 
@@ -78,7 +74,6 @@ class RankedEntries:
             if single is not None:
                 return single
         excluded = set(exclude)
-        now = time.monotonic()
         ranked = [self._ranked.get(cap, []) for cap in capabilities]
         seen: set[str] = set()
         best: tuple[float, float] | None = None
@@ -97,7 +92,7 @@ class RankedEntries:
                     continue
                 seen.add(agent_id)
                 entry = self._entries[agent_id]
-                key = self._rank(entry, capabilities, "available", now)
+                key = self._rank(entry, capabilities, "available")
                 if (
                     key is not None
                     and (best is None or key > best)
@@ -109,7 +104,7 @@ class RankedEntries:
             if not more:
                 break
             depth += 1
-        return chosen or self._least_loaded_busy(capabilities, excluded, now, allowed)
+        return chosen or self._least_loaded_busy(capabilities, excluded, allowed)
 
     def _best_single(
         self, capability: str, exclude: Iterable[str], allowed: Callable[[str], bool] | None
@@ -118,12 +113,11 @@ class RankedEntries:
 
         The score is proficiency times trust, so the walk stops at the first proficiency
         under the best score found (no later instance can reach it). Among the first
-        ``TIE_WINDOW`` available live instances of the best score, the least loaded wins
+        ``TIE_WINDOW`` available instances of the best score, the least loaded wins
         (as the Redis script compares a batch), so the walk costs the same with ten
         replicas or ten thousand. None when no available instance has the capability
         (the general search then looks at busy ones).
         """
-        now = time.monotonic()
         floor = self.trust_floor
         chosen: ViewEntry | None = None
         chosen_load = 0.0
@@ -137,7 +131,7 @@ class RankedEntries:
                 continue  # proficiency 0 never matches
             entry = self._entries[agent_id]
             profile = entry.profile
-            if profile.status != "available" or not self._is_live(entry, now):
+            if profile.status != "available":
                 continue
             trust = entry.trust
             if trust < floor or (allowed is not None and not allowed(profile.name)):
@@ -155,20 +149,15 @@ class RankedEntries:
         return chosen
 
     def find_agents_with_capability(self, capability: str) -> list[AgentProfile]:
-        """Every live, available instance offering ``capability`` and trusted at least the floor.
+        """Every available instance offering ``capability`` and trusted at least the floor.
 
         Best proficiency times trust first (equal ones by proficiency).
         """
-        now = time.monotonic()
         found = []
         for neg_proficiency, agent_id in self._ranked.get(capability, ()):
             entry = self._entries[agent_id]
             trust = entry.trust
-            if (
-                entry.profile.status == "available"
-                and trust >= self.trust_floor
-                and self._is_live(entry, now)
-            ):
+            if entry.profile.status == "available" and trust >= self.trust_floor:
                 found.append((neg_proficiency * trust, entry.profile))
         found.sort(key=lambda pair: pair[0])  # stable: by proficiency among equals
         return [profile for _, profile in found]
@@ -177,7 +166,6 @@ class RankedEntries:
         self,
         capabilities: Sequence[str],
         excluded: set[str],
-        now: float,
         allowed: Callable[[str], bool] | None,
     ) -> ViewEntry | None:
         """Every capable instance is busy (rare): the best of them, ties to the lower load."""
@@ -186,7 +174,7 @@ class RankedEntries:
         ids = {agent_id for cap in capabilities for _, agent_id in self._ranked.get(cap, ())}
         for agent_id in ids - excluded:
             entry = self._entries[agent_id]
-            key = self._rank(entry, capabilities, "busy", now)
+            key = self._rank(entry, capabilities, "busy")
             if (
                 key is not None
                 and (best is None or key > best)
@@ -196,20 +184,17 @@ class RankedEntries:
         return chosen
 
     def _rank(
-        self, entry: ViewEntry, capabilities: Sequence[str], status: AgentStatus, now: float
+        self, entry: ViewEntry, capabilities: Sequence[str], status: AgentStatus
     ) -> tuple[float, float] | None:
-        """(score, -load ratio) of a live entry in ``status`` trusted at least the floor that
+        """(score, -load ratio) of an entry in ``status`` trusted at least the floor that
         matches at all, else None; the score is the match score times trust."""
-        if entry.profile.status != status or not self._is_live(entry, now):
+        if entry.profile.status != status:
             return None
         trust = entry.trust
         if trust < self.trust_floor:
             return None
         score = match_score(entry.proficiencies, capabilities) * trust
         return (score, -entry.load_ratio) if score > 0 else None
-
-    def _is_live(self, entry: ViewEntry, now: float) -> bool:
-        return not self.connected or now - entry.seen < self.stale_after
 
     # -- writing ---------------------------------------------------------------
 
@@ -218,7 +203,7 @@ class RankedEntries:
         old = self._entries.get(profile.agent_id)
         if old is not None:
             self._unindex(old)
-        entry = ViewEntry(profile, profile.proficiencies(), time.monotonic())
+        entry = ViewEntry(profile, profile.proficiencies())
         self._entries[profile.agent_id] = entry
         for cap, proficiency in entry.proficiencies.items():
             bisect.insort(self._ranked.setdefault(cap, []), (-proficiency, profile.agent_id))
@@ -244,7 +229,6 @@ class RankedEntries:
         entry.profile.capacity = capacity
         if trust != "keep":
             entry.profile.trust = trust
-        entry.seen = time.monotonic()
         return True
 
     def remove(self, agent_id: str) -> None:

@@ -9,7 +9,7 @@ from bus.subjects import validate_name
 from .profile import AgentStatus
 from .trust import check_trust
 
-__all__ = ["Candidate", "InstanceState", "RegistryKeys", "trust_arg"]
+__all__ = ["Candidate", "Expiry", "InstanceState", "RegistryKeys", "trust_arg"]
 
 
 def trust_arg(trust: float | None) -> str:
@@ -26,6 +26,8 @@ class RegistryKeys:
         self.instances = self.prefix + "instances"
         self.capsof = self.prefix + "capsof"
         self.events = self.prefix + "events"
+        self.expiry = self.prefix + "expiry"
+        self.sweeper = self.prefix + "sweeper"
 
     def instance(self, agent_id: str) -> str:
         return f"{self.prefix}inst:{agent_id}"
@@ -59,3 +61,17 @@ class Candidate:
 
     agent_id: str
     score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Expiry:
+    """What one call of the sweeper did, and when to call it again.
+
+    ``held``: this caller holds the sweeper's lease. ``wait``: seconds until the next
+    instance expires (None: none is registered) or, for another caller, until the
+    lease ends.
+    """
+
+    held: bool
+    removed: int
+    wait: float | None

@@ -51,13 +51,13 @@ Trust = Annotated[float, Meta(ge=0.0, le=1.0)]
 """A trust score (``discovery.trust``): 1 is an agent of the deployment, lower is less trusted."""
 
 
-class Resources(Wire):
+class Resources(Wire, gc=False):
     memory: str | None = None
     gpu: bool | None = None
     network: bool | None = None
 
 
-class AgentCapability(Wire):
+class AgentCapability(Wire, gc=False):
     """Something an agent can do, and how well (``proficiency`` in 0..1)."""
 
     id: Annotated[str, Meta(min_length=1, max_length=128, pattern=CAPABILITY_ID_PATTERN)]
@@ -69,7 +69,7 @@ class AgentCapability(Wire):
     resources: Resources | None = None
 
 
-class AgentProfile(Wire):
+class AgentProfile(Wire, gc=False):  # gc=False: no cycles; views hold tens of thousands
     """One running agent instance as the registry knows it.
 
     ``agentId`` is the instance id (unique per process instance); ``name`` is the

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import time
@@ -17,17 +16,19 @@ from redis.client import NEVER_DECODE
 from bus.rejects import Rejects
 from bus.subjects import is_name
 
+from ._beats import Beats
 from ._library import call_with_library
-from ._records import Candidate, InstanceState, RegistryKeys, trust_arg
+from ._records import Candidate, Expiry, InstanceState, RegistryKeys, trust_arg
 from ._scripts import FUNCTIONS, MAX_PAGE, MAX_QUERY
 from ._validate import FIELDS, Invalid, parse_instance, text
+from .cluster import is_cluster_url, namespace_client
 from .errors import redis_errors
 from .limits import check_limits, check_size
 from .profile import AgentProfile
 from .scoring import routable, trust_weight
 from .trust import DEFAULT_TRUST_FLOOR, check_floor
 
-__all__ = ["Candidate", "InstanceState", "Registry", "RegistryKeys"]
+__all__ = ["Candidate", "Expiry", "InstanceState", "Registry", "RegistryKeys"]
 
 log = logging.getLogger("a2a.discovery.registry")
 
@@ -39,10 +40,6 @@ MAX_SWEEP_PAGES = 64
 _WARN_EVERY = 10.0
 _MAX_COUNTED = 1024
 """Invalid trust fields one search reports at most (it scores at most 1,024 instances)."""
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _done(cursor: object) -> bool:
@@ -89,8 +86,8 @@ class Registry:
         self.heartbeat_interval = heartbeat_interval
         self.ttl = heartbeat_interval * missed_heartbeats
         self.rejects = Rejects(log, "registry entry")
-        self._fingerprints: dict[str, tuple[str, str]] = {}
-        """Instance id -> (agent name, SHA-1 of profile + caps) as this registry wrote them."""
+        self._beats = Beats(self.keys, self._ttl_ms)
+        """What this registry wrote of its instances, and its heartbeats' commands."""
         self._raw: aioredis.Redis | None = None
         self._sweep_cursor: bytes | str | int = b"0"
         self._warned = -math.inf
@@ -102,13 +99,19 @@ class Registry:
 
     @classmethod
     def from_url(cls, url: str, **kwargs: object) -> Registry:
-        """A registry on the Redis server at ``url`` (``redis://host:port/db``)."""
-        client = aioredis.Redis.from_url(
-            url,
-            decode_responses=True,
-            socket_connect_timeout=2.0,
-            socket_timeout=5.0,
-            health_check_interval=10,
+        """A registry on the Redis server at ``url`` (``redis://host:port/db``).
+
+        On a Redis Cluster (``redis+cluster://host1:port1,host2:port2``) the client talks to
+        the master of the namespace's slot, whichever node that is (``discovery.cluster``).
+        """
+        options: dict[str, Any] = dict(decode_responses=True, socket_connect_timeout=2.0, socket_timeout=5.0)
+        options["health_check_interval"] = 10
+        namespace = str(kwargs.get("namespace", "default"))
+        cluster = is_cluster_url(url)
+        client = (
+            namespace_client(url, namespace, **options)
+            if cluster
+            else aioredis.Redis.from_url(url, **options)
         )
         return cls(client, **kwargs)  # type: ignore[arg-type]
 
@@ -145,7 +148,6 @@ class Registry:
 
     async def register_many(self, profiles: Sequence[AgentProfile]) -> None:
         """Add or replace instances in one pipelined round trip (EntryTooLarge as :meth:`register`)."""
-        now = now_ms()
         calls = []
         for profile in profiles:
             check_limits(profile)
@@ -157,37 +159,38 @@ class Registry:
             caps_json = _profile_encoder.encode(profile.proficiencies()).decode()
             keys = [self.keys.instance(profile.agent_id), self.keys.instances, self.keys.capsof]
             args = [self.keys.prefix, profile.agent_id, self._ttl_ms, profile.name, profile.status]
-            args += [profile.load, profile.capacity, now, profile_json, caps_json, trust_arg(profile.trust)]
-            calls.append((keys, args))
-            self._remember(profile.agent_id, profile.name, profile_json + caps_json)
+            args += [profile.load, profile.capacity, profile_json, caps_json, trust_arg(profile.trust)]
+            calls.append(("FCALL", FUNCTIONS["register"], len(keys), *keys, *args))
+            self._beats.remember(profile, profile_json + caps_json, trust_arg(profile.trust))
         with redis_errors("register"):
-            await self._pipelined("register", calls)
+            await self._pipelined(calls)
 
     async def heartbeat(self, states: Sequence[InstanceState]) -> list[str]:
         """Refresh instances in one pipelined round trip.
 
-        Returns the ids Redis no longer knows (expired, or the server restarted
-        empty) or holds altered (profile, capabilities or name differ from what this
-        registry registered); the caller re-registers those.
+        Views hear of a heartbeat only when it changes what routing reads (status,
+        capacity, trust, or load by ``LOAD_STEP`` of the capacity): their traffic follows
+        change, not the registry's size.
+
+        Returns the ids Redis no longer knows (expired, or the server restarted empty)
+        or holds altered (profile, capabilities or name differ from what this registry
+        registered); the caller re-registers those.
         """
         if not states:
             return []
-        now = now_ms()
-        calls = []
-        for s in states:
-            name, fingerprint = self._fingerprints.get(s.agent_id, ("", ""))
-            args = [self.keys.prefix, s.agent_id, self._ttl_ms, s.status, s.load, s.capacity, now]
-            calls.append(([self.keys.instance(s.agent_id)], [*args, name, fingerprint, trust_arg(s.trust)]))
+        plan = self._beats.plan(states)
         with redis_errors("heartbeat"):
-            results = await self._pipelined("heartbeat", calls)
-        return [s.agent_id for s, ok in zip(states, results, strict=True) if not ok]
+            replies = await self._pipelined(plan.commands)
+        return self._beats.lost(plan, replies)
 
     async def deregister(self, agent_id: str) -> None:
         """Remove an instance at once (clean shutdown)."""
-        self._fingerprints.pop(agent_id, None)
+        self._beats.forget(agent_id)
         keys = [self.keys.instance(agent_id), self.keys.instances, self.keys.capsof]
         with redis_errors("deregister"):
-            await self._pipelined("deregister", [(keys, [self.keys.prefix, agent_id])])
+            await self._pipelined(
+                [("FCALL", FUNCTIONS["deregister"], len(keys), *keys, self.keys.prefix, agent_id)]
+            )
 
     async def find_best_agent(
         self, capabilities: Sequence[str], *, trust_floor: float | None = None
@@ -292,6 +295,35 @@ class Registry:
         self._warn_bounded(f"listed {len(profiles)} instances only: the instances set is too large")
         return profiles
 
+    async def expire_due(self, owner: str, lease: float) -> Expiry:
+        """Announce instances whose expiry has passed (``down`` events), if ``owner`` holds the sweeper lease.
+
+        One process at a time sweeps: the first to call takes a lease of ``lease`` seconds
+        and renews it with each call; the others learn when it ends. The returned
+        :class:`Expiry` says when to call again.
+        """
+        keys = [self.keys.expiry, self.keys.instances, self.keys.capsof, self.keys.sweeper]
+        with redis_errors("expire"):
+            (reply,) = await self._pipelined(
+                [
+                    (
+                        "FCALL",
+                        FUNCTIONS["expire"],
+                        len(keys),
+                        *keys,
+                        self.keys.prefix,
+                        owner,
+                        max(1, int(lease * 1000)),
+                    )
+                ]
+            )
+        try:
+            held, removed, wait_ms = (int(x) for x in reply)
+        except (TypeError, ValueError) as exc:
+            self.rejects("reply", f"expire answered {reply!r:.100}: {exc}")
+            return Expiry(held=False, removed=0, wait=lease)
+        return Expiry(held=bool(held), removed=removed, wait=None if wait_ms < 0 else wait_ms / 1000)
+
     async def sweep(self) -> int:
         """Drop expired instances from the indexes (publishing ``down`` events); returns how many.
 
@@ -303,7 +335,7 @@ class Registry:
         with redis_errors("sweep"):
             for _ in range(MAX_SWEEP_PAGES):
                 args = [self.keys.prefix, self._sweep_cursor, MAX_PAGE]
-                (reply,) = await self._pipelined("sweep", [(keys, args)])
+                (reply,) = await self._pipelined([("FCALL", FUNCTIONS["sweep"], len(keys), *keys, *args)])
                 self._sweep_cursor, count = reply[0], int(reply[1])
                 removed += count
                 if _done(self._sweep_cursor):
@@ -312,13 +344,13 @@ class Registry:
 
     # -- calling the library ---------------------------------------------------------
 
-    async def _pipelined(self, op: str, calls: Sequence[tuple[list[str], list[Any]]]) -> list[Any]:
-        """FCALL the function of ``op`` once per (keys, args), in one pipelined round trip."""
+    async def _pipelined(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Send ``commands`` (FCALLs of the library, PEXPIREs) in one pipelined round trip."""
 
         async def run() -> list[Any]:
             async with self.redis.pipeline(transaction=False) as pipe:
-                for keys, args in calls:
-                    pipe.execute_command("FCALL", FUNCTIONS[op], len(keys), *keys, *args)
+                for command in commands:
+                    pipe.execute_command(*command)
                 return await pipe.execute()
 
         return await call_with_library(self.redis, run)
@@ -344,11 +376,6 @@ class Registry:
         if now - self._warned >= _WARN_EVERY:
             self._warned = now
             log.warning("%s", message)
-
-    def _remember(self, agent_id: str, name: str, written: str) -> None:
-        if len(self._fingerprints) >= 100_000 and agent_id not in self._fingerprints:
-            self._fingerprints.pop(next(iter(self._fingerprints)))  # bounded: forget the oldest
-        self._fingerprints[agent_id] = (name, hashlib.sha1(written.encode()).hexdigest())
 
     def _profiles(self, flat: object) -> list[AgentProfile]:
         """Valid profiles of a flat answer: id, then its ``FIELDS`` fields, for each instance."""

@@ -2,18 +2,25 @@
 
 Routing reads this view, so a call does not touch Redis. The view subscribes to the
 registry's event channel, loads every live instance once after (re)subscribing, and
-then applies events: ``reg`` (new or changed profile), ``st`` (heartbeat: status, load
-and trust), ``down`` (deregistered or swept). An entry that sends nothing for ``stale_after``
-seconds is ignored, and forgotten after ``prune_after``. While Redis is unreachable the
-view keeps its last known state (no entry goes stale) and routing carries on from it.
+then applies events: ``reg`` (new or changed profile), ``st`` (a heartbeat that changed
+status, capacity, trust, or load by a quarter of the capacity), ``down`` (deregistered,
+or expired). Heartbeats that change nothing send nothing, so a view's work follows
+change, not the registry's size. Deaths are announced by the registry's sweeper: one
+view at a time holds its lease (``Registry.expire_due``) and calls it as the next
+instance's expiry comes due, so a dead instance leaves every view within its ttl (3
+heartbeat intervals) and a few milliseconds; should the sweeping process die, another
+takes the lease over when it ends (one ttl later). While Redis is unreachable the view
+keeps its last known state and routing carries on from it.
 
 Anyone who may publish on the channel may publish anything, so no event is trusted:
 one that does not decode or validate is skipped and counted in :attr:`LocalView.rejected`,
 and profiles are read back from the registry, which validates them and their size
 (``discovery._validate``, ``discovery.limits``), at most once per heartbeat interval per
-instance (``discovery._refetch``). A forged ``st`` can skew an entry's status, load and
-trust only until the instance's next real heartbeat; a forged ``down`` removes an entry, and
-the next real heartbeat (an ``st`` for an id the view does not know) reads it back.
+instance (``discovery._refetch``). A ``down`` is checked the same way: the entry is read back,
+and returns at once if its hash still lives (a forged ``down`` costs a read, nothing more).
+A forged ``st`` can skew an entry's status, load and trust until the instance's next real
+change or the view's next resync: reading back every state change in every view would cost
+Redis a read per change per view.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+import secrets
 import time
 from collections.abc import Sequence
 
@@ -44,8 +52,8 @@ __all__ = ["TIE_WINDOW", "LocalView", "ViewEntry"]
 
 log = logging.getLogger("a2a.discovery.view")
 
-PRUNE_AFTER = 60.0
-"""Least time, in seconds, a stale entry is kept before the view forgets it."""
+SWEEP_EVERY = 60.0
+"""Least time, in seconds, between the sweeper's passes over the whole ``instances`` set."""
 
 
 class LocalView(RankedEntries):
@@ -56,28 +64,16 @@ class LocalView(RankedEntries):
 
     Args:
         registry: the registry to follow.
-        stale_after: seconds without news after which an entry is not routed to
-            (default: the registry's ttl).
-        prune_after: seconds without news after which an entry is forgotten (default:
-            ten times ``stale_after``, at least a minute).
         trust_floor: instances trusted less are never chosen by capability (default: the
             registry's); the others are ranked by match score times trust.
     """
 
-    def __init__(
-        self,
-        registry: Registry,
-        *,
-        stale_after: float | None = None,
-        prune_after: float | None = None,
-        trust_floor: float | None = None,
-    ) -> None:
-        super().__init__(
-            stale_after=stale_after if stale_after is not None else registry.ttl,
-            trust_floor=registry.trust_floor if trust_floor is None else trust_floor,
-        )
+    def __init__(self, registry: Registry, *, trust_floor: float | None = None) -> None:
+        super().__init__(trust_floor=registry.trust_floor if trust_floor is None else trust_floor)
         self.registry = registry
-        self.prune_after = prune_after if prune_after is not None else max(PRUNE_AFTER, 10 * self.stale_after)
+        self.connected = False
+        self.sweeper_id = f"view-{secrets.token_hex(8)}"
+        """This view's name on the sweeper's lease."""
         self.ready = anyio.Event()
         self.resyncs = 0
         self.rejects = Rejects(log, "registry event")
@@ -95,21 +91,12 @@ class LocalView(RankedEntries):
         """Remove an instance found dead or fake, and ignore news of it for ``registry.ttl`` seconds.
 
         Events and snapshot rows about it are skipped meanwhile, so neither a stale entry
-        nor forged heartbeats bring it back before its hash has had time to expire.
+        nor forged heartbeats bring it back before its hash has had time to expire. Then
+        it is read back: an instance that was only out of reach (a link down) returns,
+        since a live one sends no news by itself.
         """
         self.remove(agent_id)
         self._quarantine.add(agent_id)
-
-    def prune(self) -> int:
-        """Forget entries with no news for ``prune_after`` seconds; returns how many."""
-        if not self.connected:
-            return 0  # Redis is away: the last known state is all there is
-        limit = time.monotonic() - self.prune_after
-        old = [agent_id for agent_id, entry in self._entries.items() if entry.seen < limit]
-        for agent_id in old:
-            self.remove(agent_id)
-        self._quarantine.expire()
-        return len(old)
 
     def replace_all(self, profiles: Sequence[AgentProfile]) -> None:
         """Forget every entry and load these (a snapshot of the registry)."""
@@ -127,7 +114,7 @@ class LocalView(RankedEntries):
         Reports started at once: routing waits on :attr:`ready`, never on Redis.
         """
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._sweep_periodically)
+            tg.start_soon(self._sweep)
             task_status.started()
             backoff = 0.1
             while True:
@@ -155,7 +142,7 @@ class LocalView(RankedEntries):
                 msg = await pubsub.get_message(timeout=wait)
                 if msg is not None and msg.get("type") in ("message", b"message"):
                     await self._apply_safely(msg.get("data"))
-                for agent_id in self._refetch.due():
+                for agent_id in self._refetch.due() + self._quarantine.expire():
                     await self._fetch(agent_id)
         finally:
             with (
@@ -184,6 +171,8 @@ class LocalView(RankedEntries):
             return
         if event.e == "down":
             self.remove(event.id)
+            if self._refetch.allow(event.id):  # forged? the registry says: a gone hash reads as None
+                await self._fetch(event.id)
             return
         if (
             event.e == "st"
@@ -199,11 +188,36 @@ class LocalView(RankedEntries):
         if profile is not None and agent_id not in self._quarantine:
             self.upsert(profile)
 
-    async def _sweep_periodically(self) -> None:
+    async def _sweep(self) -> None:
+        """Take turns at the registry's sweeper: call it as expiries come due while holding its lease.
+
+        The holder calls again when the next instance expires, and at least four times per
+        heartbeat interval (instances of runtimes with shorter intervals expire sooner); the
+        others when the lease ends. A user that may not write the registry (a client) gets
+        an error and tries again a minute later. The holder also passes over the whole
+        ``instances`` set once a minute (``Registry.sweep``) for ids no expiry names.
+        """
+        interval = self.registry.heartbeat_interval
+        last_pass = time.monotonic()
         while True:
-            await anyio.sleep(self.registry.ttl * (1 + random.random()))
-            self.prune()
             try:
-                await self.registry.sweep()
+                expiry = await self.registry.expire_due(self.sweeper_id, self.registry.ttl)
             except Unavailable as exc:
-                log.debug("sweep failed: %s", exc)
+                log.debug("sweeper call failed: %s", exc)
+                wait = SWEEP_EVERY if _denied(exc) else interval
+            else:
+                if expiry.held:
+                    wait = interval / 4 if expiry.wait is None else min(expiry.wait, interval / 4)
+                    if time.monotonic() - last_pass >= max(SWEEP_EVERY, 10 * self.registry.ttl):
+                        last_pass = time.monotonic()
+                        with contextlib.suppress(Unavailable):
+                            await self.registry.sweep()
+                else:
+                    wait = min(interval, expiry.wait or interval) * (1 + 0.1 * random.random())
+            await anyio.sleep(max(wait, 0.005))
+
+
+def _denied(exc: Unavailable) -> bool:
+    """The Redis user may not run the sweeper (a client's: it may not write the registry)."""
+    cause = exc.__cause__
+    return isinstance(cause, redis.exceptions.NoPermissionError) or "can't run this command" in str(cause)

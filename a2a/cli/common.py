@@ -32,6 +32,7 @@ __all__ = [
     "redis_url",
     "seconds",
     "settings_from",
+    "sizes",
     "subject_token",
 ]
 
@@ -178,6 +179,15 @@ def integer(low: int, high: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def sizes(text: str) -> tuple[int, ...]:
+    """Comma-separated instance counts, each from 1 to 1,000,000."""
+    count = integer(1, 1_000_000)
+    parts = [part.strip() for part in text.split(",")]
+    if not 1 <= len(parts) <= 10:
+        raise argparse.ArgumentTypeError(f"expected 1 to 10 comma-separated sizes, got {text!r}")
+    return tuple(count(part) for part in parts)
 
 
 port = integer(1, 65535)

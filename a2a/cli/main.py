@@ -37,6 +37,7 @@ from .common import (
     port,
     redis_url,
     seconds,
+    sizes,
     subject_token,
 )
 from .console import add_console_parser, add_watch_parser
@@ -239,6 +240,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="instead: the A2A gateway's SendMessage against the official SDK's server (source checkout)",
     )
+    p.add_argument(
+        "--registry",
+        action="store_true",
+        help="instead: a registry of N heartbeating instances, what it costs one view and Redis",
+    )
+    p.add_argument("--sizes", type=sizes, default=(1000, 10_000, 50_000), help="with --registry: 1000,10000")
+    p.add_argument("--seconds", type=integer(1, 3600), default=10, help="with --registry: seconds per phase")
     p.add_argument("--nats-url", type=nats_url, help="use this server instead of an embedded one")
     p.add_argument("--redis-url", type=redis_url, help="use this server instead of an embedded one")
     p.set_defaults(func=cmd_bench)

@@ -40,10 +40,12 @@ from pathlib import Path
 
 import anyio
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 
 from bus.errors import Unavailable
 from bus.subjects import validate_name
 from discovery import LIBRARY, load_library
+from discovery.cluster import is_cluster_url, parse_cluster_url
 from discovery.errors import redis_errors
 from discovery.registry import RegistryKeys
 
@@ -68,10 +70,12 @@ _CONNECTION = ("ping", "select")
 _READ_FUNCTIONS = ("fcall_ro",)
 """The registry's reads run as FCALL_RO: Redis refuses writes from them, and read-only
 key rights (``%R~``) let clients run them."""
-_REGISTRY_READS = ("hget", "hmget", "hstrlen", "sscan", "zrevrange", "zscore", "exists")
+_REGISTRY_READS = ("hget", "hmget", "hstrlen", "sscan", "zrevrange", "zscore", "exists", "pttl", "time")
 """What the registry's functions send on the caller's behalf: Redis checks the caller's
 rights for each command a function runs, as for each key."""
 _REGISTRY_WRITES = ("hset", "hdel", "del", "pexpire", "sadd", "srem", "zadd", "zrem")
+_SWEEPER = ("zrange", "zrangebyscore", "get", "set")
+"""The sweeper (any agent's runtime, one at a time) reads the expiry set and holds its lease."""
 _HISTORY = (
     "hsetnx",
     "hget",
@@ -95,6 +99,7 @@ AGENT_COMMANDS = tuple(
             "fcall",
             *_REGISTRY_READS,
             *_REGISTRY_WRITES,
+            *_SWEEPER,
             *_HISTORY,
             "publish",
             "subscribe",
@@ -139,6 +144,8 @@ def agent_rules(agent: str, namespace: str) -> list[str]:
         f"~{p}inst:{validate_name('agent name', agent)}-{INSTANCE_SUFFIX}",
         f"~{keys.instances}",
         f"~{keys.capsof}",
+        f"~{keys.expiry}",
+        f"~{keys.sweeper}",
         f"~{p}cap:*",
         f"~{p}conv:*",
         f"~{p}active:*",
@@ -201,13 +208,22 @@ def render_acl(
 async def load_functions(url: str) -> None:
     """Load the registry's function library into the Redis at ``url`` (a user allowed to: the admin).
 
+    On a Redis Cluster (``redis+cluster://``) every master gets it, so whichever holds a
+    namespace's slot has it; load again after adding masters.
+
     Raises:
         Unavailable: Redis is unreachable, refuses the user, or is older than 7.
     """
-    client = aioredis.Redis.from_url(url, socket_connect_timeout=5.0, socket_timeout=10.0)
+    client: aioredis.Redis | RedisCluster
+    if is_cluster_url(url):  # functions live on each master: load them on every one
+        seeds, options, tls = parse_cluster_url(url)
+        nodes = [ClusterNode(host, port) for host, port in seeds]
+        client = RedisCluster(startup_nodes=nodes, ssl=tls, socket_connect_timeout=5.0, **options)
+    else:
+        client = aioredis.Redis.from_url(url, socket_connect_timeout=5.0, socket_timeout=10.0)
     try:
         with redis_errors("loading the registry's functions"):
-            await load_library(client)
+            await load_library(client)  # type: ignore[arg-type]  # FUNCTION LOAD goes to every primary
     finally:
         await client.aclose()
 

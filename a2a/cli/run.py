@@ -229,6 +229,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.gateway:
         return _bench_gateway(args)
+    if args.registry:
+        from ..bench.registry_load import render as render_registry
+        from ..bench.registry_load import run_registry_bench
+
+        results = run_registry_bench(redis_url=args.redis_url, sizes=args.sizes, seconds=args.seconds)
+        print(msgspec.json.encode(results).decode() if args.json else render_registry(results))
+        return 0
 
     loops = ["asyncio", "uvloop"] if args.loop == "both" else [args.loop]
     if "uvloop" in loops and importlib.util.find_spec("uvloop") is None:

@@ -19,6 +19,7 @@ import msgspec
 
 from bus.subjects import identity_token, inbox_prefix, validate_name
 from bus.wire import DEFAULT_MAX_DEPTH, DEFAULT_MAX_HOPS, DEFAULT_TTL_MS
+from discovery.cluster import is_cluster_url, parse_cluster_url
 from transports import NatsTransport
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
 MAX_SECONDS = 7 * 24 * 3600.0
 """Longest timeout or interval a setting accepts (a week): beyond it ``ttlMs`` stops being sensible."""
 NATS_SCHEMES = ("nats", "tls", "ws", "wss")
-REDIS_SCHEMES = ("redis", "rediss", "unix")
+REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
 _MAX_COUNT = 1_000_000  # hops, depth: far above any real delegation chain
 _MAX_PAYLOAD = 1 << 30
 _MAX_BUDGET = (1 << 63) - 1  # the wire carries budgets as 64-bit integers
@@ -239,11 +240,15 @@ def check_nats_url(value: str) -> str:
 
 
 def check_redis_url(value: str) -> str:
-    """Return ``value`` if it is a Redis URL (``redis://``, ``rediss://`` or ``unix://``).
+    """Return ``value`` if it is a Redis URL (``redis://``, ``rediss://`` or ``unix://``), or a
+    Redis Cluster's (``redis+cluster://host1:port1,host2:port2``, ``rediss+cluster://``).
 
     Raises:
         ValueError: another scheme, no host (or socket path), a bad port or database number.
     """
+    if is_cluster_url(value):
+        parse_cluster_url(value)
+        return value
     _check_url(value, REDIS_SCHEMES)
     parts = urlsplit(value)
     database = parts.path.strip("/")

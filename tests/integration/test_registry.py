@@ -224,7 +224,7 @@ async def test_the_local_view_follows_registrations_status_and_departures(
         await _until(lambda: view.get("v-2") is None)
         entry = view.best(["edit"])
         assert entry is not None and entry.agent_id == "v-1"  # only busy ones left: least loaded busy
-        # v-1 stops heartbeating: stale after 3 intervals even without a "down" event
+        # v-1 stops heartbeating: the sweeper announces its expiry (3 intervals after its last beat)
         await _until(lambda: view.best(["edit"]) is None, timeout=3 * registry.heartbeat_interval + 1)
         tg.cancel_scope.cancel()
 

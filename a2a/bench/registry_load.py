@@ -1,0 +1,311 @@
+"""``a2a bench --registry``: what a registry of N heartbeating instances costs one local view, and Redis.
+
+N instances (1,000 / 10,000 / 50,000 by default) heartbeat once a second, pipelined from
+this process through the registry's own API, as a fleet of runtimes would send them. One
+:class:`discovery.LocalView` follows the registry in a process of its own, so its CPU and
+memory are its alone. Two phases per size: steady (nothing changes) and churn (1% of the
+instances change load by half their capacity each second). Per phase:
+
+* the events per second the view received, and its share of one core;
+* the view's memory per instance (RSS grown while loading the registry, over N);
+* Redis's share of one core and its CPU per heartbeat (``INFO cpu``: so heartbeats one
+  Redis core can take), and its memory per instance (``used_memory`` grown while
+  registering, over N);
+* the round trip of a pipelined batch of 1,000 heartbeats, and of one heartbeat, beside
+  redis-py's raw PING round trip measured in the same seconds (their ratio).
+
+The file runs by path as well (``python a2a/bench/registry_load.py``), importing only
+``discovery`` and the embedded servers, so the same benchmark measures another checkout
+of the registry (``PYTHONPATH=<checkout> python a2a/bench/registry_load.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from contextlib import ExitStack
+from typing import Any
+
+import anyio
+import redis.asyncio as aioredis
+
+from discovery import AgentCapability, AgentProfile, InstanceState, LocalView, Registry
+
+__all__ = ["main", "run_registry_bench"]
+
+BATCH = 1000
+"""Heartbeats per pipelined round trip."""
+CAPS = ("code.python", "code.review", "text.summarise", "data.sql", "plan.tasks", "web.search")
+
+
+def _profile(ns: str, i: int) -> AgentProfile:
+    caps = [
+        AgentCapability(id=CAPS[(i + k) % len(CAPS)], proficiency=round(0.5 + (i * 7919 + k) % 500 / 1000, 3))
+        for k in range(3)
+    ]
+    return AgentProfile(
+        agent_id=f"worker-{i:08x}", name="worker", description="a benchmark worker", capabilities=caps
+    )
+
+
+# -- the view's process ---------------------------------------------------------------
+
+
+async def _follow(redis_url: str, namespace: str, seconds: float) -> None:
+    """Follow the registry for ``seconds``, printing one JSON line of counters every second."""
+    registry = Registry(aioredis.Redis.from_url(redis_url, decode_responses=True), namespace=namespace)
+    view = LocalView(registry)
+    rss_before = _rss_kb()
+    async with anyio.create_task_group() as tg:
+        await tg.start(view.run)
+        await view.ready.wait()
+        _say(kind="ready", rss_kb=_rss_kb(), rss_before_kb=rss_before, entries=len(view.entries()))
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            await anyio.sleep(1.0)
+            _say(
+                kind="tick",
+                cpu=time.process_time(),
+                t=time.monotonic(),
+                rss_kb=_rss_kb(),
+                entries=len(view.entries()),
+                resyncs=view.resyncs,
+            )
+        tg.cancel_scope.cancel()
+    await registry.aclose()
+
+
+def _rss_kb() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+
+
+def _say(**fields: Any) -> None:
+    print(json.dumps(fields), flush=True)
+
+
+# -- the driver -----------------------------------------------------------------------
+
+
+class _View:
+    """The view's process, and the lines it prints, read by a thread as they come."""
+
+    def __init__(self, redis_url: str, namespace: str, seconds: float) -> None:
+        command = [sys.executable, __file__, "--view", "--redis-url", redis_url, "--namespace", namespace]
+        self.proc = subprocess.Popen([*command, "--seconds", str(seconds)], stdout=subprocess.PIPE, text=True)
+        self.lines: list[dict[str, Any]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(json.loads(line))
+
+    async def line(self, kind: str, after: float = 0.0, timeout: float = 120.0) -> dict[str, Any]:
+        """The first line of ``kind`` printed at or after monotonic time ``after``."""
+        with anyio.fail_after(timeout):
+            while True:
+                for data in self.lines:
+                    if data["kind"] == kind and data.get("t", after) >= after:
+                        return data
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the view process ended (exit {self.proc.returncode})")
+                await anyio.sleep(0.05)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+async def _redis_cpu(client: aioredis.Redis) -> tuple[float, int]:
+    """Redis's CPU seconds so far, and its PUBLISH calls (commandstats).
+
+    Every event the registry's functions publish reaches every view, so the PUBLISH count
+    is what the view received (on a server this benchmark has to itself).
+    """
+    cpu = await client.info("cpu")
+    stats = await client.info("commandstats")
+    published = int(stats.get("cmdstat_publish", {"calls": 0})["calls"])
+    cpu_s = float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+    return cpu_s, published
+
+
+class _Fleet:
+    """``n`` instances heartbeating once a second, in pipelined batches, until cancelled."""
+
+    def __init__(self, registry: Registry, n: int) -> None:
+        self.registry = registry
+        self.n = n
+        self.churn = 0.0
+        self.loads = [0] * n
+        self.beats = 0
+        self.registered = 0
+        self.lost = 0
+        """Instances found expired (a beat more than a ttl late) and registered again."""
+        """Instances registered so far: the fleet beats those while the rest register."""
+        self.batch_ms: list[float] = []
+
+    async def run(self) -> None:
+        tick = time.monotonic()
+        while True:
+            n = self.registered
+            for i in random.sample(range(n), int(n * self.churn)):
+                self.loads[i] = 0 if self.loads[i] else 2  # half of capacity 4: past the hysteresis step
+            for start in range(0, n, BATCH):
+                states = [
+                    InstanceState(f"worker-{i:08x}", "available", self.loads[i], 4)
+                    for i in range(start, min(n, start + BATCH))
+                ]
+                began = time.perf_counter()
+                missing = await self.registry.heartbeat(states)
+                self.batch_ms.append((time.perf_counter() - began) * 1000)
+                self.beats += len(states)
+                if missing:  # expired while the fleet fell behind: re-registered, as a runtime does
+                    self.lost += len(missing)
+                    await self.registry.register_many([_profile("", int(i[7:], 16)) for i in missing])
+            tick += 1.0
+            await anyio.sleep(max(0.0, tick - time.monotonic()))
+
+
+async def _phase(fleet: _Fleet, client: aioredis.Redis, view: _View, seconds: int) -> dict[str, Any]:
+    """What ``seconds`` of the fleet's heartbeats cost the view and Redis."""
+    first = await view.line("tick", after=time.monotonic())
+    cpu0, events0 = await _redis_cpu(client)
+    t0, beats0, batches0, lost0 = time.monotonic(), fleet.beats, len(fleet.batch_ms), fleet.lost
+    one_ms: list[float] = []
+    ping_ms: list[float] = []
+    while time.monotonic() < t0 + seconds:
+        began = time.perf_counter()
+        await fleet.registry.heartbeat([InstanceState("worker-00000000", "available", fleet.loads[0], 4)])
+        one_ms.append((time.perf_counter() - began) * 1000)
+        began = time.perf_counter()
+        await client.ping()
+        ping_ms.append((time.perf_counter() - began) * 1000)
+        await anyio.sleep(0.1)
+    wall = time.monotonic() - t0
+    cpu1, events1 = await _redis_cpu(client)
+    last = await view.line("tick", after=time.monotonic())
+    view_wall = last["t"] - first["t"]
+    batch_ms = sorted(fleet.batch_ms[batches0:]) or [0.0]
+    one, ping = statistics.median(one_ms), statistics.median(ping_ms)
+    return {
+        "view_events_per_s": round((events1 - events0) / wall, 1),
+        "view_cpu_pct": round(100 * (last["cpu"] - first["cpu"]) / view_wall, 2),
+        "redis_cpu_pct": round(100 * (cpu1 - cpu0) / wall, 1),
+        "redis_cpu_us_per_heartbeat": round(1e6 * (cpu1 - cpu0) / max(1, fleet.beats - beats0), 2),
+        "heartbeats_per_s": round((fleet.beats - beats0) / wall),
+        "reregistered": fleet.lost - lost0,
+        "batch_ms_p50": round(statistics.median(batch_ms), 2),
+        "batch_ms_p99": round(batch_ms[int(0.99 * (len(batch_ms) - 1))], 2),
+        "one_ms_p50": round(one, 3),
+        "ping_ms_p50": round(ping, 3),
+        "one_vs_ping": round(one / ping, 2),
+    }
+
+
+async def _size(redis_url: str, n: int, seconds: int, churn: float) -> dict[str, Any]:
+    namespace = f"rbench{uuid.uuid4().hex[:6]}"
+    client = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    # Expiry after 10 missed beats, not 3: registering 50,000 instances keeps a 2-core machine
+    # busy enough to delay some beats, and costs at steady state do not depend on it.
+    registry = Registry(client, namespace=namespace, heartbeat_interval=1.0, missed_heartbeats=10)
+    fleet = _Fleet(registry, n)
+    view: _View | None = None
+    try:
+        memory = int((await client.info("memory"))["used_memory"])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(fleet.run)
+            started = time.monotonic()
+            for start in range(0, n, BATCH):
+                end = min(n, start + BATCH)
+                began = time.monotonic()
+                await registry.register_many([_profile(namespace, i) for i in range(start, end)])
+                fleet.registered = end
+                await anyio.sleep(time.monotonic() - began)  # half the loop's time left to the heartbeats
+            result: dict[str, Any] = {"instances": n, "register_s": round(time.monotonic() - started, 1)}
+            grown = int((await client.info("memory"))["used_memory"]) - memory
+            result["redis_bytes_per_instance"] = round(grown / n)
+            view = _View(redis_url, namespace, 2 * seconds + 30)
+            ready = await view.line("ready")
+            result["view_entries"] = ready["entries"]
+            result["view_kb_per_instance"] = round((ready["rss_kb"] - ready["rss_before_kb"]) / max(1, n), 2)
+            await anyio.sleep(2.0)  # past the snapshot's own reads
+            result["steady"] = await _phase(fleet, client, view, seconds)
+            fleet.churn = churn
+            result["churn"] = await _phase(fleet, client, view, seconds)
+            result["view_rss_mb"] = round(view.lines[-1]["rss_kb"] / 1024, 1)
+            tg.cancel_scope.cancel()
+        return result
+    finally:
+        if view is not None:
+            view.close()
+        keys = [k async for k in client.scan_iter(f"a2a:{{{namespace}}}:*", count=5000)]
+        for i in range(0, len(keys), 5000):
+            await client.delete(*keys[i : i + 5000])
+        await client.aclose()
+
+
+def run_registry_bench(
+    *, redis_url: str | None, sizes: tuple[int, ...], seconds: int = 10, churn: float = 0.01
+) -> list[dict[str, Any]]:
+    """Measure each size in turn on the Redis at ``redis_url`` (an embedded one when None)."""
+    from a2a.dev.servers import RedisServer
+
+    with ExitStack() as stack:
+        url = redis_url or stack.enter_context(RedisServer()).url
+        return [anyio.run(_size, url, n, seconds, churn) for n in sizes]
+
+
+def render(results: list[dict[str, Any]]) -> str:
+    """A Markdown table, one row per size and phase."""
+    head = (
+        "| instances | phase | view events/s | view CPU % | view KB/instance | Redis CPU % "
+        "| Redis CPU µs/heartbeat | Redis bytes/instance | heartbeats/s | batch of 1k p50/p99 ms "
+        "| one heartbeat / PING ms |"
+    )
+    rows = [head, "|" + "---|" * 11]
+    for r in results:
+        for phase in ("steady", "churn"):
+            p = r[phase]
+            rows.append(
+                f"| {r['instances']:,} | {phase} | {p['view_events_per_s']:,} | {p['view_cpu_pct']} "
+                f"| {r['view_kb_per_instance']} | {p['redis_cpu_pct']} | {p['redis_cpu_us_per_heartbeat']} "
+                f"| {r.get('redis_bytes_per_instance', '-')} | {p['heartbeats_per_s']:,} "
+                f"| {p['batch_ms_p50']} / {p['batch_ms_p99']} | {p['one_ms_p50']} / {p['ping_ms_p50']} |"
+            )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--redis-url")
+    parser.add_argument("--sizes", default="1000,10000,50000")
+    parser.add_argument("--seconds", type=int, default=10, help="seconds per phase")
+    parser.add_argument(
+        "--churn", type=float, default=0.01, help="share of instances changing load each second"
+    )
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--view", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--namespace", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.view:
+        anyio.run(_follow, args.redis_url, args.namespace, float(args.seconds))
+        return 0
+    sizes = tuple(int(s) for s in args.sizes.split(","))
+    results = run_registry_bench(
+        redis_url=args.redis_url, sizes=sizes, seconds=args.seconds, churn=args.churn
+    )
+    print(json.dumps(results) if args.json else render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

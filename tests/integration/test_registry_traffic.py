@@ -1,0 +1,179 @@
+"""Registry traffic follows change, not size: what heartbeats publish, and how views learn of deaths."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import anyio
+import msgspec
+import pytest
+import redis.asyncio as aioredis
+
+from a2a.bench.registry_load import run_registry_bench
+from discovery import InstanceState, LocalView, Registry
+from discovery._beats import VERIFY_EVERY
+
+from .test_registry import profile
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+INTERVAL = 0.2
+
+
+@pytest.fixture
+async def registry(redis_url: str, namespace: str) -> AsyncIterator[Registry]:
+    reg = Registry.from_url(redis_url, namespace=namespace, heartbeat_interval=INTERVAL)
+    yield reg
+    await reg.aclose()
+
+
+class Events:
+    """Every event published on the registry's channel, as a test subscriber received it."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.seen: list[dict[str, object]] = []
+
+    async def follow(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        pubsub = self.registry.pubsub()
+        await pubsub.subscribe(self.registry.keys.events)
+        task_status.started()
+        try:
+            while True:
+                msg = await pubsub.get_message(timeout=0.05)
+                if msg is not None:
+                    self.seen.append(msgspec.json.decode(msg["data"]))
+        finally:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def settle(self) -> list[dict[str, object]]:
+        """Events so far, once the channel has been quiet for a moment."""
+        count = -1
+        while count != len(self.seen):
+            count = len(self.seen)
+            await anyio.sleep(0.15)
+        return list(self.seen)
+
+    def kinds(self, kind: str) -> list[dict[str, object]]:
+        return [e for e in self.seen if e["e"] == kind]
+
+
+async def test_heartbeats_that_change_nothing_publish_nothing(registry: Registry) -> None:
+    events = Events(registry)
+    states = [InstanceState(f"w-{i}", "available", 0, 8) for i in range(20)]
+    async with anyio.create_task_group() as tg:
+        await tg.start(events.follow)
+        await registry.register_many([profile(s.agent_id, {"edit": 0.5}, capacity=8) for s in states])
+        await events.settle()
+        assert len(events.kinds("reg")) == 20
+        for _ in range(2 * VERIFY_EVERY):  # full verifying beats included
+            assert await registry.heartbeat(states) == []
+        await events.settle()
+        assert events.kinds("st") == [] and events.kinds("down") == []
+        tg.cancel_scope.cancel()
+
+
+async def test_status_trust_capacity_and_load_past_the_step_are_published(registry: Registry) -> None:
+    events = Events(registry)
+    await registry.register(profile("w-1", {"edit": 0.5}, capacity=8))
+    async with anyio.create_task_group() as tg:
+        await tg.start(events.follow)
+        published: list[tuple[str, int, int]] = []
+        for status, load, capacity, trust, publishes in [
+            ("available", 1, 8, None, False),  # under a quarter of the capacity
+            ("available", 2, 8, None, True),  # a quarter: routing may care
+            ("available", 3, 8, None, False),  # one from the load last published
+            ("available", 1, 8, None, False),  # hysteresis: back within the step of 2
+            ("available", 0, 8, None, True),
+            ("busy", 0, 8, None, True),
+            ("busy", 0, 4, None, True),  # capacity
+            ("busy", 0, 4, 0.5, True),  # trust
+            ("busy", 0, 4, 0.5, False),
+        ]:
+            await registry.heartbeat([InstanceState("w-1", status, load, capacity, trust)])  # type: ignore[arg-type]
+            if publishes:
+                published.append((status, load, capacity))
+        await events.settle()
+        sent = [(e["status"], e["load"], e["capacity"]) for e in events.kinds("st")]
+        assert sent == published
+        assert events.kinds("st")[-1]["trust"] == 0.5
+        tg.cancel_scope.cancel()
+
+
+async def test_a_view_learns_of_a_death_within_the_ttl_from_the_sweeper(registry: Registry) -> None:
+    view = LocalView(registry)
+    states = [InstanceState(f"w-{i}", "available", 0, 8) for i in range(5)]
+    await registry.register_many([profile(s.agent_id, {"edit": 0.5 + i / 10}) for i, s in enumerate(states)])
+    last_beat = {s.agent_id: time.monotonic() for s in states}
+    gone_after: dict[str, float] = {}
+
+    async def beat() -> None:
+        while True:
+            alive = [s for s in states if s.agent_id != "w-4"]  # w-4 has died
+            assert await registry.heartbeat(alive) == []
+            now = time.monotonic()
+            last_beat.update({s.agent_id: now for s in alive})
+            await anyio.sleep(INTERVAL)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(beat)
+        await tg.start(view.run)
+        await view.ready.wait()
+        assert len(view.entries()) == 5
+        with anyio.fail_after(3 * registry.ttl):
+            while view.get("w-4") is not None:
+                await anyio.sleep(0.005)
+        gone_after["w-4"] = time.monotonic() - last_beat["w-4"]
+        await anyio.sleep(3 * registry.ttl)  # the living stay, though they publish nothing
+        assert sorted(e.agent_id for e in view.entries()) == ["w-0", "w-1", "w-2", "w-3"]
+        tg.cancel_scope.cancel()
+    # Its last beat (registration) set its expiry one ttl later; the sweeper wakes for it.
+    assert registry.ttl - 0.05 <= gone_after["w-4"] <= registry.ttl + INTERVAL / 4 + 0.15, gone_after
+
+
+async def test_one_view_sweeps_at_a_time_and_another_takes_over_when_it_stops(
+    registry: Registry, redis_url: str, namespace: str
+) -> None:
+    second = Registry.from_url(redis_url, namespace=namespace, heartbeat_interval=INTERVAL)
+    first_view, second_view = LocalView(registry), LocalView(second)
+    client = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        async with anyio.create_task_group() as outer:
+            async with anyio.create_task_group() as tg:
+                await tg.start(first_view.run)
+                await first_view.ready.wait()
+                outer.start_soon(second_view.run)
+                await second_view.ready.wait()
+                await anyio.sleep(INTERVAL)
+                assert await client.get(registry.keys.sweeper) == first_view.sweeper_id
+                tg.cancel_scope.cancel()  # the sweeping process goes away
+            await registry.register(profile("w-9", {"edit": 0.9}))  # and never beats again
+            with anyio.fail_after(2 * registry.ttl + 1):
+                while await client.get(registry.keys.sweeper) != second_view.sweeper_id:
+                    await anyio.sleep(0.05)
+            with anyio.fail_after(2 * registry.ttl):
+                while await registry.get("w-9") is not None or second_view.get("w-9") is not None:
+                    await anyio.sleep(0.05)
+            outer.cancel_scope.cancel()
+    finally:
+        await second.aclose()
+        await client.aclose()
+
+
+async def test_beats_report_exactly_the_instances_redis_lost(registry: Registry) -> None:
+    await registry.register_many([profile(f"w-{i}", {"edit": 0.5}) for i in range(3)])
+    states = [InstanceState(f"w-{i}", "available", 0, 10) for i in range(3)]
+    assert await registry.heartbeat(states) == []  # the first beat goes in full
+    await registry.redis.delete(registry.keys.instance("w-1"))
+    lost = [InstanceState("x-1", "available", 0, 10)]  # never registered here
+    assert await registry.heartbeat([*states, *lost]) == ["w-1", "x-1"]
+
+
+def test_the_registry_benchmark_runs_and_a_steady_registry_publishes_nothing(redis_url: str) -> None:
+    (result,) = run_registry_bench(redis_url=redis_url, sizes=(300,), seconds=1, churn=0.05)
+    assert result["view_entries"] == 300
+    assert result["steady"]["view_events_per_s"] == 0
+    assert result["steady"]["reregistered"] == 0
+    assert 0 < result["churn"]["view_events_per_s"] <= 300 * 0.05 * 2
+    assert 0 < result["view_kb_per_instance"] < 50
