@@ -78,6 +78,8 @@ class LocalView(RankedEntries):
         self.resyncs = 0
         self.rejects = Rejects(log, "registry event")
         self._quarantine = Quarantine(registry.ttl)
+        self._unconfirmed = Quarantine(registry.heartbeat_interval)
+        """Entries a resync's snapshot lacked, kept until read back one interval later."""
         self._refetch = Refetch(registry.heartbeat_interval)
 
     @property
@@ -133,7 +135,7 @@ class LocalView(RankedEntries):
         pubsub = self.registry.pubsub()
         try:
             await pubsub.subscribe(self.registry.keys.events)
-            self.replace_all(await self.registry.list_agents())
+            self._resync(await self.registry.list_agents())
             self.connected = True
             self.resyncs += 1
             self.ready.set()
@@ -144,6 +146,9 @@ class LocalView(RankedEntries):
                     await self._apply_safely(msg.get("data"))
                 for agent_id in self._refetch.due() + self._quarantine.expire():
                     await self._fetch(agent_id)
+                for agent_id in self._unconfirmed.expire():
+                    if await self._fetch(agent_id) is None:
+                        self.remove(agent_id)
         finally:
             with (
                 anyio.CancelScope(shield=True),
@@ -183,10 +188,26 @@ class LocalView(RankedEntries):
         if self._refetch.allow(event.id):  # else read once the interval is over
             await self._fetch(event.id)
 
-    async def _fetch(self, agent_id: str) -> None:
-        profile = await self.registry.get(agent_id)  # validated there; None if gone or invalid
+    def _resync(self, profiles: Sequence[AgentProfile]) -> None:
+        """Load a snapshot, keeping for one heartbeat interval the entries it lacks.
+
+        After an outage (a failover, Redis restarted empty) the snapshot may come before
+        the instances' heartbeats have registered them again: they stay routable meanwhile,
+        and are then read back (those still missing are gone).
+        """
+        before = self._entries.copy()
+        self.replace_all(profiles)
+        for agent_id, entry in before.items():
+            if agent_id not in self._entries and agent_id not in self._quarantine:
+                self.upsert(entry.profile)
+                self._unconfirmed.add(agent_id)
+
+    async def _fetch(self, agent_id: str) -> AgentProfile | None:
+        """Read one instance back (validated by the registry); None if it is gone or invalid."""
+        profile = await self.registry.get(agent_id)
         if profile is not None and agent_id not in self._quarantine:
             self.upsert(profile)
+        return profile
 
     async def _sweep(self) -> None:
         """Take turns at the registry's sweeper: call it as expiries come due while holding its lease.

@@ -61,7 +61,7 @@ def _profile(ns: str, i: int) -> AgentProfile:
 
 async def _follow(redis_url: str, namespace: str, seconds: float) -> None:
     """Follow the registry for ``seconds``, printing one JSON line of counters every second."""
-    registry = Registry(aioredis.Redis.from_url(redis_url, decode_responses=True), namespace=namespace)
+    registry = Registry.from_url(redis_url, namespace=namespace)
     view = LocalView(registry)
     rss_before = _rss_kb()
     async with anyio.create_task_group() as tg:
@@ -213,10 +213,10 @@ async def _phase(fleet: _Fleet, client: aioredis.Redis, view: _View, seconds: in
 
 async def _size(redis_url: str, n: int, seconds: int, churn: float) -> dict[str, Any]:
     namespace = f"rbench{uuid.uuid4().hex[:6]}"
-    client = aioredis.Redis.from_url(redis_url, decode_responses=True)
     # Expiry after 10 missed beats, not 3: registering 50,000 instances keeps a 2-core machine
     # busy enough to delay some beats, and costs at steady state do not depend on it.
-    registry = Registry(client, namespace=namespace, heartbeat_interval=1.0, missed_heartbeats=10)
+    registry = Registry.from_url(redis_url, namespace=namespace, heartbeat_interval=1.0, missed_heartbeats=10)
+    client = registry.redis  # on a Redis Cluster: the master of the namespace's slot
     fleet = _Fleet(registry, n)
     view: _View | None = None
     try:
@@ -250,7 +250,7 @@ async def _size(redis_url: str, n: int, seconds: int, churn: float) -> dict[str,
         keys = [k async for k in client.scan_iter(f"a2a:{{{namespace}}}:*", count=5000)]
         for i in range(0, len(keys), 5000):
             await client.delete(*keys[i : i + 5000])
-        await client.aclose()
+        await registry.aclose()
 
 
 def run_registry_bench(

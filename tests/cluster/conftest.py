@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -38,6 +39,9 @@ CLIENT_OPTIONS: dict[str, Any] = {
 """What ``Registry.from_url`` gives its client (besides the health check interval)."""
 
 
+DEPLOY_CONF = Path(__file__).resolve().parents[2] / "deploy" / "redis" / "cluster.conf"
+
+
 class ClusterNode(RedisServer):
     """One redis-server of the cluster, with its cluster bus on a free port of its own."""
 
@@ -53,6 +57,11 @@ class ClusterNode(RedisServer):
                 "--repl-diskless-sync-delay", "0",
             ]
         )  # fmt: skip
+
+    def argv(self) -> list[str]:
+        """The deployment's node configuration (deploy/redis/cluster.conf) first, then this node's."""
+        binary, *rest = super().argv()
+        return [binary, str(DEPLOY_CONF), *rest]
 
     def client(self, timeout: float = 1.0) -> redis.Redis:
         return redis.Redis(
