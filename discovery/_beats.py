@@ -115,9 +115,9 @@ class Beats:
             if written is None or written.needs_full(s.status, s.load, s.capacity, trust):
                 name, fingerprint = (written.name, written.fingerprint) if written else ("", "")
                 args = (prefix, s.agent_id, ttl, s.status, s.load, s.capacity, name, fingerprint, trust)
-                plan.commands.append(
-                    ("FCALL", FUNCTIONS["heartbeat"], 1, self.keys.instance(s.agent_id), *args)
-                )
+                instance = self.keys.instance(s.agent_id)
+                indexes = (self.keys.instances, self.keys.capsof)
+                plan.commands.append(("FCALL", FUNCTIONS["heartbeat"], 3, instance, *indexes, *args))
                 plan.full.append(s)
             else:
                 plan.light.append(s)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 import redis.exceptions
+from redis.asyncio.cluster import RedisCluster
 
 from bus.errors import Unavailable
 
@@ -28,14 +29,16 @@ T = TypeVar("T")
 LOAD_HINT = "run `a2a redis-config --roster ROSTER --load` with REDIS_URL naming the Redis admin user"
 
 
-async def load_library(client: aioredis.Redis) -> None:
+async def load_library(client: aioredis.Redis | RedisCluster, **options: Any) -> None:
     """Load (or replace) the registry's function library on the server ``client`` talks to.
+
+    ``options``: of the command (a cluster client's ``target_nodes``).
 
     Raises:
         Unavailable: this user may not load functions, or the server has none (before Redis 7).
     """
     try:
-        await client.execute_command("FUNCTION", "LOAD", "REPLACE", SOURCE)  # type: ignore[no-untyped-call]
+        await client.execute_command("FUNCTION", "LOAD", "REPLACE", SOURCE, **options)
     except redis.exceptions.NoPermissionError:
         raise Unavailable(
             f"the registry's Redis functions ({LIBRARY}) are not loaded and this Redis user may not "

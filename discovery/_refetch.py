@@ -31,15 +31,20 @@ class Refetch:
         self._next_check = 0.0
 
     def allow(self, agent_id: str) -> bool:
-        """True when ``agent_id`` may be read now (and notes the read); else it is marked due."""
+        """True when ``agent_id`` may be read now (and notes the read); else it is marked due.
+
+        When ``limit`` ids are due already, True: a read now instead of one forgotten.
+        """
         now = self.clock()
         last = self._read.get(agent_id)
         if last is not None and now - last < self.interval:
-            if agent_id not in self._due:
-                if len(self._due) >= self.limit:
-                    del self._due[next(iter(self._due))]
+            if agent_id in self._due:
+                return False
+            if len(self._due) < self.limit:
                 self._due[agent_id] = None
-            return False
+                return False
+            # No room to remember it: read now rather than lose the read (a flood of
+            # distinct ids costs reads, never a missed change).
         self._note(agent_id, now)
         return True
 

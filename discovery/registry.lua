@@ -78,9 +78,10 @@ local function decode_caps(raw)
 end
 
 -- An instance gone from the registry: out of the indexes, with a down event when it had
--- registered (only an id that registered has a capsof record: a padded set costs views
--- no events). Returns the index removals made.
-local function forget(prefix, id, keys)
+-- registered (it has a capsof record) or ``announce`` says so (EXPIRE: an expiry entry is
+-- written by registrations and beats; a forged one costs views no more than a forged
+-- PUBLISH). Ids of a padded set cost views no events. Returns the index removals made.
+local function forget(prefix, id, keys, announce)
   local record = small(keys.capsof, id)
   local removals = 0
   for cap in pairs(decode_caps(record) or {}) do
@@ -90,7 +91,7 @@ local function forget(prefix, id, keys)
   write('HDEL', keys.capsof, id)
   write('SREM', keys.instances, id)
   write('ZREM', prefix .. 'expiry', id)
-  if record then redis.call('PUBLISH', prefix .. 'events', cjson.encode({e = 'down', id = id})) end
+  if record or announce then redis.call('PUBLISH', prefix .. 'events', cjson.encode({e = 'down', id = id})) end
   return removals
 end
 
@@ -177,7 +178,9 @@ end
 -- last published (kept in the hash as pload; the hysteresis keeps a load wavering around a
 -- value from publishing every beat). Views hear nothing from an unchanged instance: they
 -- learn of its death from the down event EXPIRE publishes when its expiry passes.
--- KEYS: inst hash
+-- It also puts the id back in the instances set and its capsof record, which anyone may
+-- edit, so listings and the sweeper's announcements are restored within VERIFY_EVERY beats.
+-- KEYS: inst hash, instances set, capsof hash
 -- ARGV: prefix, id, ttl_ms, status, load, capacity, name, fingerprint, trust
 -- Returns 0 when the instance is unknown (expired, or the server lost its data) or its
 -- hash was altered (over the size bounds included): re-register.
@@ -206,6 +209,8 @@ local function heartbeat(keys, args)
   if trust == '' then redis.call('HDEL', key, 'trust') else redis.call('HSET', key, 'trust', trust) end
   redis.call('PEXPIRE', key, tonumber(args[3]))
   write('ZADD', prefix .. 'expiry', now + tonumber(args[3]), id)
+  write('SADD', keys[2], id)
+  write('HSET', keys[3], id, raw)
   for cap, prof in pairs(caps) do
     local score = tonumber(prof)
     if status == 'available' and score then
@@ -298,13 +303,16 @@ end
 local function expire(keys, args)
   local prefix, owner, lease_ms = args[1], args[2], tonumber(args[3])
   if not lease_ms or lease_ms < 1 then return redis.error_reply('ERR lease_ms must be positive') end
-  local holder = read('GET', keys[4])
+  local holder, now = read('GET', keys[4]), now_ms()
   if holder and holder ~= owner then
+    -- Another's lease holds unless it is longer than any sweeper takes (set by hand) or
+    -- its holder is not sweeping (an entry overdue by more than a lease): take it over.
     local left = redis.call('PTTL', keys[4])
-    if left > 0 then return {0, 0, left} end
+    local first = read('ZRANGE', keys[1], 0, 0, 'WITHSCORES') or {}
+    local overdue = #first == 2 and (tonumber(first[2]) or now) < now - lease_ms
+    if left > 0 and left <= 2 * lease_ms and not overdue then return {0, 0, left} end
   end
   write('SET', keys[4], owner, 'PX', lease_ms)
-  local now = now_ms()
   local due = read('ZRANGEBYSCORE', keys[1], '-inf', now, 'LIMIT', 0, SWEEP_BUDGET) or {}
   local removed, budget = 0, SWEEP_BUDGET
   local indexes = {instances = keys[2], capsof = keys[3]}
@@ -314,10 +322,12 @@ local function expire(keys, args)
     local left = #id <= MAX_ID and redis.call('PTTL', prefix .. 'inst:' .. id) or -2
     if #id > MAX_ID then
       write('ZREM', keys[1], id)
-    elseif left > 0 then
-      write('ZADD', keys[1], now + left, id)
+    elseif left >= 0 then  -- the hash lives (0: its last millisecond): look again when it ends
+      write('ZADD', keys[1], now + math.max(left, 1), id)
+    elseif left == -1 then  -- a hash without expiry (written by hand): look again later
+      write('ZADD', keys[1], now + lease_ms, id)
     else
-      budget = budget - forget(prefix, id, indexes)
+      budget = budget - forget(prefix, id, indexes, true)
       removed = removed + 1
     end
   end

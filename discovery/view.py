@@ -16,11 +16,11 @@ Anyone who may publish on the channel may publish anything, so no event is trust
 one that does not decode or validate is skipped and counted in :attr:`LocalView.rejected`,
 and profiles are read back from the registry, which validates them and their size
 (``discovery._validate``, ``discovery.limits``), at most once per heartbeat interval per
-instance (``discovery._refetch``). A ``down`` is checked the same way: the entry is read back,
-and returns at once if its hash still lives (a forged ``down`` costs a read, nothing more).
-A forged ``st`` can skew an entry's status, load and trust until the instance's next real
-change or the view's next resync: reading back every state change in every view would cost
-Redis a read per change per view.
+instance (``discovery._refetch``). A ``down`` is checked the same way: the entry goes only
+when the registry reads it as gone (a forged ``down`` costs a read, nothing more), and so is
+an ``st`` saying an instance is offline. Any other forged ``st`` skews an entry's status,
+load and trust until the instance's next real change or the view's next resync: reading
+back every state change in every view would cost Redis a read per change per view.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class LocalView(RankedEntries):
         self.resyncs = 0
         self.rejects = Rejects(log, "registry event")
         self._quarantine = Quarantine(registry.ttl)
-        self._unconfirmed = Quarantine(registry.heartbeat_interval)
+        self._unconfirmed = Quarantine(registry.heartbeat_interval, limit=10_000_000)  # bounded by entries
         """Entries a resync's snapshot lacked, kept until read back one interval later."""
         self._refetch = Refetch(registry.heartbeat_interval)
 
@@ -144,11 +144,8 @@ class LocalView(RankedEntries):
                 msg = await pubsub.get_message(timeout=wait)
                 if msg is not None and msg.get("type") in ("message", b"message"):
                     await self._apply_safely(msg.get("data"))
-                for agent_id in self._refetch.due() + self._quarantine.expire():
+                for agent_id in self._refetch.due() + self._quarantine.expire() + self._unconfirmed.expire():
                     await self._fetch(agent_id)
-                for agent_id in self._unconfirmed.expire():
-                    if await self._fetch(agent_id) is None:
-                        self.remove(agent_id)
         finally:
             with (
                 anyio.CancelScope(shield=True),
@@ -175,16 +172,17 @@ class LocalView(RankedEntries):
         if event is None or event.id in self._quarantine:
             return
         if event.e == "down":
-            self.remove(event.id)
-            if self._refetch.allow(event.id):  # forged? the registry says: a gone hash reads as None
+            # Forged? The registry says: the entry goes only if its hash reads as gone (now,
+            # or once the interval since its last read is over: a forged flood costs reads).
+            if event.id in self._entries and self._refetch.allow(event.id):
                 await self._fetch(event.id)
             return
-        if (
-            event.e == "st"
-            and event.status is not None
-            and self.set_state(event.id, event.status, event.load or 0, event.capacity or 0, event.trust)
-        ):
-            return
+        if event.e == "st" and event.status is not None:
+            known = self.set_state(event.id, event.status, event.load or 0, event.capacity or 0, event.trust)
+            if known and event.status != "offline":
+                return
+            # An instance this view does not know is read; so is one said to be offline
+            # (out of routing until its next change, were the event forged).
         if self._refetch.allow(event.id):  # else read once the interval is over
             await self._fetch(event.id)
 
@@ -202,12 +200,13 @@ class LocalView(RankedEntries):
                 self.upsert(entry.profile)
                 self._unconfirmed.add(agent_id)
 
-    async def _fetch(self, agent_id: str) -> AgentProfile | None:
-        """Read one instance back (validated by the registry); None if it is gone or invalid."""
+    async def _fetch(self, agent_id: str) -> None:
+        """Read one instance back (validated by the registry): its entry is what Redis holds, or none."""
         profile = await self.registry.get(agent_id)
-        if profile is not None and agent_id not in self._quarantine:
+        if profile is None:
+            self.remove(agent_id)
+        elif agent_id not in self._quarantine:
             self.upsert(profile)
-        return profile
 
     async def _sweep(self) -> None:
         """Take turns at the registry's sweeper: call it as expiries come due while holding its lease.

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -204,7 +205,7 @@ async def _phase(fleet: _Fleet, client: aioredis.Redis, view: _View, seconds: in
         "heartbeats_per_s": round((fleet.beats - beats0) / wall),
         "reregistered": fleet.lost - lost0,
         "batch_ms_p50": round(statistics.median(batch_ms), 2),
-        "batch_ms_p99": round(batch_ms[int(0.99 * (len(batch_ms) - 1))], 2),
+        "batch_ms_p99": round(batch_ms[math.ceil(0.99 * len(batch_ms)) - 1], 2),
         "one_ms_p50": round(one, 3),
         "ping_ms_p50": round(ping, 3),
         "one_vs_ping": round(one / ping, 2),

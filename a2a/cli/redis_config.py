@@ -214,16 +214,20 @@ async def load_functions(url: str) -> None:
     Raises:
         Unavailable: Redis is unreachable, refuses the user, or is older than 7.
     """
-    client: aioredis.Redis | RedisCluster
     if is_cluster_url(url):  # functions live on each master: load them on every one
         seeds, options, tls = parse_cluster_url(url)
         nodes = [ClusterNode(host, port) for host, port in seeds]
-        client = RedisCluster(startup_nodes=nodes, ssl=tls, socket_connect_timeout=5.0, **options)
-    else:
-        client = aioredis.Redis.from_url(url, socket_connect_timeout=5.0, socket_timeout=10.0)
+        cluster = RedisCluster(startup_nodes=nodes, ssl=tls, socket_connect_timeout=5.0, **options)
+        try:
+            with redis_errors("loading the registry's functions"):
+                await load_library(cluster, target_nodes=RedisCluster.PRIMARIES)
+        finally:
+            await cluster.aclose()
+        return
+    client = aioredis.Redis.from_url(url, socket_connect_timeout=5.0, socket_timeout=10.0)
     try:
         with redis_errors("loading the registry's functions"):
-            await load_library(client)  # type: ignore[arg-type]  # FUNCTION LOAD goes to every primary
+            await load_library(client)
     finally:
         await client.aclose()
 

@@ -201,7 +201,11 @@ class AuditLog:
         try:
             name = await ensure_audit_stream(transport, self.link.subjects.namespace)
         except TransportError as exc:
-            log.warning("audit records are published but not kept: no JetStream stream (%s)", exc)
+            log.warning(
+                "no JetStream reachable from this server (%s); audit records are published, and "
+                "kept only if a stream elsewhere takes them (a leaf node's records reach its hub's)",
+                exc,
+            )
             return False
         self.stream = name
         return True

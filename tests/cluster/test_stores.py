@@ -15,6 +15,7 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 
+from a2a.cli.redis_config import load_functions
 from a2a.gateway.tasks import StoredTask, TaskStore
 from a2a.sessions import Session
 from a2a.sessions.policy import PolicyStore, SharedCallPolicy
@@ -153,6 +154,18 @@ async def test_two_namespaces_on_different_masters_both_work(redis_cluster: Redi
     finally:
         for reg in registries:
             await reg.aclose()
+
+
+async def test_the_functions_are_loaded_on_every_master_by_the_admin_command(
+    redis_cluster: RedisCluster,
+) -> None:
+    masters = [n for n in redis_cluster.live() if _role(n) == "master"]
+    for master in masters:
+        master.ask("FUNCTION", "FLUSH")
+    await load_functions(redis_cluster.url)  # what `a2a redis-config --load` runs
+    assert len(masters) == 3
+    for master in masters:
+        assert [lib["library_name"] for lib in master.ask("FUNCTION", "LIST")] == [LIBRARY]
 
 
 async def test_history_store(client: Redis, namespace: str) -> None:

@@ -177,3 +177,101 @@ def test_the_registry_benchmark_runs_and_a_steady_registry_publishes_nothing(red
     assert result["steady"]["reregistered"] == 0
     assert 0 < result["churn"]["view_events_per_s"] <= 300 * 0.05 * 2
     assert 0 < result["view_kb_per_instance"] < 50
+
+
+async def _beating(registry: Registry, states: list[InstanceState], dead: set[str]) -> None:
+    """Heartbeat ``states`` every interval, except the ids in ``dead``; re-register what is lost."""
+    while True:
+        for agent_id in await registry.heartbeat([s for s in states if s.agent_id not in dead]):
+            await registry.register(profile(agent_id, {"edit": 0.5}))
+        await anyio.sleep(INTERVAL)
+
+
+@pytest.mark.parametrize("tamper", ["capsof deleted", "capsof replaced", "instances deleted"])
+async def test_deaths_are_announced_and_indexes_restored_whatever_the_shared_indexes_hold(
+    registry: Registry, tamper: str
+) -> None:
+    """Anyone may edit the shared indexes: deaths are still announced, and full beats repair them."""
+    view = LocalView(registry)
+    states = [InstanceState(f"w-{i}", "available", 0, 10) for i in range(3)]
+    await registry.register_many([profile(s.agent_id, {"edit": 0.5}) for s in states])
+    dead: set[str] = set()
+    client = registry.redis
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_beating, registry, states, dead)
+        await tg.start(view.run)
+        await view.ready.wait()
+        if tamper == "capsof deleted":
+            await client.delete(registry.keys.capsof)
+        elif tamper == "capsof replaced":
+            await client.set(registry.keys.capsof, "x")
+        else:
+            await client.delete(registry.keys.instances)
+        # A full beat of each instance comes within VERIFY_EVERY beats and restores both.
+        with anyio.fail_after(VERIFY_EVERY * INTERVAL + 2):
+            while (
+                await client.type(registry.keys.capsof) != "hash"
+                or await client.hlen(registry.keys.capsof) != 3
+                or await client.scard(registry.keys.instances) != 3
+            ):
+                await anyio.sleep(0.05)
+        await client.delete(registry.keys.capsof)  # and once more: the death is still announced
+        dead.add("w-0")
+        with anyio.fail_after(registry.ttl + 2):
+            while view.get("w-0") is not None:
+                await anyio.sleep(0.02)
+        assert view.get("w-1") is not None and view.get("w-2") is not None
+        tg.cancel_scope.cancel()
+
+
+async def test_a_lease_taken_by_hand_does_not_stop_deaths_being_announced(registry: Registry) -> None:
+    view = LocalView(registry)
+    states = [InstanceState(f"w-{i}", "available", 0, 10) for i in range(2)]
+    await registry.register_many([profile(s.agent_id, {"edit": 0.5}) for s in states])
+    dead: set[str] = set()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_beating, registry, states, dead)
+        await tg.start(view.run)
+        await view.ready.wait()
+        await registry.redis.set(registry.keys.sweeper, "someone-else", px=10**12)  # a lease for ever
+        dead.add("w-0")
+        with anyio.fail_after(3 * registry.ttl + 2):  # its expiry, then overdue by a lease: taken over
+            while view.get("w-0") is not None:
+                await anyio.sleep(0.02)
+        assert await registry.redis.get(registry.keys.sweeper) == view.sweeper_id
+        tg.cancel_scope.cancel()
+
+
+async def test_forged_departures_and_offline_states_never_take_a_live_instance_out(
+    registry: Registry,
+) -> None:
+    view = LocalView(registry)
+    states = [InstanceState("w-0", "available", 0, 10)]
+    await registry.register_many([profile("w-0", {"edit": 0.5})])
+    absent: list[float] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_beating, registry, states, set())
+        await tg.start(view.run)
+        await view.ready.wait()
+
+        async def watch() -> None:
+            while True:
+                if view.best(["edit"]) is None:
+                    absent.append(time.monotonic())
+                await anyio.sleep(0.005)
+
+        tg.start_soon(watch)
+        for forged in (
+            {"e": "down", "id": "w-0"},
+            {"e": "down", "id": "w-0"},  # within the interval of the first one's read
+            *({"e": "down", "id": f"x-{i}"} for i in range(50)),  # a flood of others
+            {"e": "st", "id": "w-0", "status": "offline", "load": 0, "capacity": 10},
+        ):
+            await registry.redis.publish(registry.keys.events, msgspec.json.encode(forged))
+        await anyio.sleep(1.0)  # past an interval: any deferred read has happened
+        entry = view.get("w-0")
+        assert entry is not None and entry.profile.status == "available"
+        tg.cancel_scope.cancel()
+    # Out of routing only until the "offline" is read back: at once, or once the interval
+    # since the instance's last read (the forged departures') is over.
+    assert not absent or absent[-1] - absent[0] < INTERVAL + 0.1, (absent[0], absent[-1])
