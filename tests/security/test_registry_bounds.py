@@ -159,7 +159,9 @@ async def test_padded_shared_sets_cost_many_short_calls_never_a_long_one(
 
     worst, removed = await worst_latency(probe, sweep_until_clean)
     assert worst < 0.25, f"Redis answered a PING after {worst:.2f} s during sweeps"
-    assert removed == FAKES + 1
+    # Every fake was pruned by these sweeps; the expired instance too, unless a view's sweeper
+    # got to it first (it is in the expiry set, the fakes are not).
+    assert FAKES <= removed <= FAKES + 1
     assert await admin.redis.smembers(admin.keys.instances) == {honest.agent_id}
     assert await admin.redis.zscore(admin.keys.capability("code.read"), gone.agent_id) is None
     # Reads over padded sets: many short calls, and no fake in any answer.
