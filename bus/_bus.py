@@ -12,11 +12,13 @@ from transports import Transport
 from ._pending import PendingCalls
 from .callee import Deliver, Endpoint
 from .caller import Caller, CallerStats
+from .callers import Callers
 from .ids import new_id
 from .limits import check_hops
 from .link import Link
 from .protocol import SWEEP_EVERY
 from .subjects import Subjects
+from .watch import Watch
 from .wire import Envelope
 
 __all__ = ["Bus"]
@@ -31,7 +33,7 @@ class Bus:
 
         bus = Bus(transport, namespace="prod", runtime_id=rt_id)
         await bus.start()                    # reply and cancel subscriptions
-        tg.start_soon(bus.run)               # probes and held-call sweeps, until cancelled
+        tg.start_soon(bus.run)               # probes, checks and held-call sweeps, until cancelled
         response = await bus.caller.request(subject, envelope, timeout=5.0)
         endpoint = await bus.endpoint("reader", "reader-1a2b", deliver=host.deliver)
 
@@ -53,6 +55,10 @@ class Bus:
         self.link = Link(transport, subjects, max_payload=max_payload)
         self.reply_prefix = subjects.reply_prefix(identity, self.runtime_id)
         self.caller = Caller(self.link, self.reply_prefix, self.withdraw)
+        self.watch = Watch(self.caller)
+        """Probe rounds that end calls whose callee died (AGENT_LOST)."""
+        self.callers = Callers(self.caller, self.reply_prefix, strict=strict)
+        """The runtimes calling this process's endpoints; stops the calls of those gone."""
         self.endpoints: list[Endpoint] = []
         self.strict = strict
         """The server proves senders: endpoints answer only on reply subjects of the sender."""
@@ -84,10 +90,11 @@ class Bus:
         await self.caller.aclose()
         await self.link.aclose()
 
-    async def run(self, *, probe_interval: float = 1.0) -> None:
-        """Probe instances holding long calls, and sweep held calls, until cancelled."""
+    async def run(self) -> None:
+        """Probe for long calls, check quiet callers, and sweep held calls, until cancelled."""
         async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: self.caller.watch(probe_interval=probe_interval))
+            tg.start_soon(self.watch.run)
+            tg.start_soon(self.callers.run, lambda: self.endpoints)
             while True:
                 await anyio.sleep(SWEEP_EVERY)
                 now = anyio.current_time()
@@ -122,6 +129,7 @@ class Bus:
             deliver=deliver,
             runtime_replies=self.subjects.reply_root,
             strict=self.strict,
+            heard=self.callers.heard,
         )
         await endpoint.open()
         self.endpoints.append(endpoint)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, ItemsView, Mapping
 from typing import Any
 
 from .errors import A2AError
@@ -37,7 +37,17 @@ class Reply:
     be sent again after the connection was lost.
     """
 
-    __slots__ = ("deadline", "future", "instance", "local", "on_progress", "opened", "request", "subject")
+    __slots__ = (
+        "deadline",
+        "future",
+        "instance",
+        "local",
+        "on_progress",
+        "opened",
+        "request",
+        "subject",
+        "unclaimed",
+    )
 
     def __init__(self, future: asyncio.Future[Outcome], opened: float, deadline: float, subject: str) -> None:
         self.future = future
@@ -50,6 +60,8 @@ class Reply:
         """Delivered to a callee in this process (nothing to send again after a reconnect)."""
         self.on_progress: Callable[[Any], None] | None = None
         """Called with each progress update the callee sends, when the caller asked for them."""
+        self.unclaimed = 0
+        """Probe rounds in a row in which no instance claimed this unacknowledged call."""
 
 
 class PendingCalls:
@@ -157,13 +169,9 @@ class PendingCalls:
         """Calls still waiting for a reply."""
         return [slot for slot in self._slots.values() if not slot.future.done()]
 
-    def acknowledged_before(self, when: float) -> dict[str, list[str]]:
-        """Instance -> ids of unanswered calls it acknowledged that were opened before ``when``."""
-        out: dict[str, list[str]] = {}
-        for correlation_id, slot in self._slots.items():
-            if slot.instance is not None and slot.opened < when and not slot.future.done():
-                out.setdefault(slot.instance, []).append(correlation_id)
-        return out
+    def items(self) -> ItemsView[str, Reply]:
+        """The open calls (probes included: their subject is empty)."""
+        return self._slots.items()
 
     def aclose(self) -> None:
         """Stop the alarm (the owner is closing)."""

@@ -3,15 +3,16 @@
 An :class:`Endpoint` subscribes to the agent's subject (queue group = agent name), to its
 own instance subject, to the agent's cancel subject and to the agent's notification
 topics, each from any sender. Before a message reaches the host it answers liveness
-probes, takes cancels, and recognises a call sent again after a lost connection (same
-reply subject): a repeat is answered from the reply cache, never run twice. While a call
-is held it is acknowledged to its caller after ``ACK_AFTER`` seconds, stopped at its
-deadline, and stopped when the runtime that sent it withdraws it.
+probes (and tells :class:`bus.callers.Callers` which runtime probed), takes cancels,
+acknowledges the calls an ``A2A-Probe: calls`` asks about, and recognises a call sent again
+after a lost connection (same reply subject): a repeat is answered from the reply cache,
+never run twice. While a call is held it is acknowledged to its caller after ``ACK_AFTER``
+seconds, stopped at its deadline, and stopped when the runtime that sent it withdraws it
+or is gone.
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import time
@@ -22,6 +23,7 @@ from transports import Message, Subscription
 
 from .codec import ENCODE_ERRORS, encode_envelope
 from .errors import A2AError, AgentError, Cancelled, PayloadTooLarge
+from .held import Held
 from .ids import serial_id
 from .link import Link
 from .protocol import (
@@ -30,6 +32,8 @@ from .protocol import (
     ALIVE_HEADER,
     CANCEL_HEADER,
     DEADLINE,
+    MAX_RESPONSES,
+    PROBE_CALLS,
     PROBE_HEADER,
     PROGRESS_HEADER,
     REPLY_CACHE_BYTES,
@@ -60,35 +64,6 @@ Deliver = Callable[[Message], None]
 block (the subscription's next message waits for it), so it hands the work off."""
 
 
-class Held:
-    """A call being handled: whom to answer, until when, and the task to stop.
-
-    ``started`` and ``deadline`` are on the event loop's clock.
-    """
-
-    __slots__ = ("acked", "deadline", "reason", "released", "reply", "sender", "started", "task")
-
-    def __init__(
-        self, task: asyncio.Task[Any], reply: str, started: float, deadline: float, sender: str
-    ) -> None:
-        self.task = task
-        self.reply = reply
-        self.sender = sender
-        """The sender token of the request's subject: only it may withdraw the call."""
-        self.started = started
-        self.deadline = deadline
-        self.acked = False
-        self.released = False
-        """The handling ended: its task (a reusable worker) may be handling another call now."""
-        self.reason: str | None = None
-        """Why the endpoint stopped the task: WITHDRAWN, SHUTDOWN or DEADLINE."""
-
-    def cancel(self, reason: str) -> None:
-        if self.reason is None and not self.released:
-            self.reason = reason
-            self.task.cancel()
-
-
 class Endpoint:
     """One agent instance's end of the protocol; create with :meth:`bus.Bus.endpoint`."""
 
@@ -102,6 +77,7 @@ class Endpoint:
         deliver: Deliver,
         runtime_replies: str,
         strict: bool = False,
+        heard: Callable[[str], None] | None = None,
     ) -> None:
         self.link = link
         self.agent = agent
@@ -117,12 +93,16 @@ class Endpoint:
         """Calls withdrawn before they were held (still queued here) -> their sender; oldest first."""
         self._runtime_replies = runtime_replies
         self._strict = strict
+        self.progress_dropped = 0
+        """Progress updates not sent: under generated permissions, the reply would not fit after them."""
         self.reply_rejects = Rejects(log, f"{instance_id}: message")
         """Messages not answered because their reply subject is not their sender's (``strict``)."""
         self._replies: dict[str, bytes | None] = {}
         """Reply subject -> the reply sent (None while in progress), to answer repeats; oldest first."""
         self._subs: list[Subscription] = []
         self._local: list[str] = []
+        self._heard = heard
+        """Told the reply subject of each probe: the runtime that sent it is alive."""
 
     async def open(self) -> None:
         """Subscribe: the agent's queue group, this instance, the agent's cancels and topics."""
@@ -157,8 +137,10 @@ class Endpoint:
         headers = msg.headers
         if headers:
             if PROBE_HEADER in headers:
-                if msg.reply:
-                    await self._publish(msg.reply, b"", {ALIVE_HEADER: self.instance_id})
+                if reply:
+                    if self._heard is not None:
+                        self._heard(reply)
+                    await self._publish(reply, b"", {ALIVE_HEADER: self.instance_id})
                 return
             if CANCEL_HEADER in headers:
                 await self.on_cancel(msg)
@@ -208,12 +190,45 @@ class Endpoint:
             del self.held[correlation_id]
 
     async def on_cancel(self, msg: Message) -> None:
-        """A cancel notice: withdraw the calls it names that its sender sent."""
+        """A cancel notice: withdraw the calls it names that its sender sent.
+
+        Or, with ``A2A-Probe: calls``, a caller asking which instance holds calls nobody
+        acknowledged yet: those held here are acknowledged to it (see :meth:`claim`).
+        """
         notice = decode_cancel(msg.data)
         if notice is None:
             self.cancel_rejects("malformed", msg.subject)
             return
-        self.withdraw(notice.correlation_ids, self.link.subjects.sender_of(msg.subject))
+        sender = self.link.subjects.sender_of(msg.subject)
+        if msg.headers and msg.headers.get(PROBE_HEADER) == PROBE_CALLS:
+            reply = msg.reply
+            answerable = not self._strict or self._answerable(msg.subject, reply)
+            if reply and answerable and self._heard is not None:
+                self._heard(reply)
+            await self.claim(notice.correlation_ids, sender)
+            return
+        self.withdraw(notice.correlation_ids, sender)
+
+    async def claim(self, correlation_ids: Iterable[str], sender: str) -> None:
+        """Acknowledge the calls of ``sender`` among ``correlation_ids`` that this instance holds.
+
+        An ack that was lost is sent again, once: under generated permissions a call's
+        reply subject takes MAX_RESPONSES messages, and its reply must still fit.
+        """
+        ack = {ACK_HEADER: self.instance_id}
+        for correlation_id in correlation_ids:
+            held = self.held.get(correlation_id)
+            if (
+                held is None
+                or held.released
+                or held.sender != sender
+                or held.sent > MAX_RESPONSES - 2
+                or not held.reply.startswith(self._runtime_replies)
+            ):
+                continue
+            held.acked = True
+            held.sent += 1
+            await self._publish(held.reply, b"", ack)
 
     def withdraw(self, correlation_ids: Iterable[str], sender: str) -> None:
         """Stop the handlers of calls that ``sender`` sent and now withdraws.
@@ -254,6 +269,7 @@ class Endpoint:
             held.acked = True
             # Only runtimes understand acks; a plain NATS requester would take one for the reply.
             if held.reply.startswith(self._runtime_replies):
+                held.sent += 1
                 await self._publish(held.reply, b"", ack)
 
     # -- replies ---------------------------------------------------------------------------
@@ -355,6 +371,12 @@ class Endpoint:
         """Send a progress update on a call's reply subject (runtime callers only: a plain
         NATS requester would take it for the reply)."""
         if reply.startswith(self._runtime_replies):
+            held = self.held.get(reply[reply.rfind(".") + 1 :])  # a runtime's reply ends with the call's id
+            if held is not None and held.reply == reply:
+                if self._strict and held.sent >= MAX_RESPONSES - 1:
+                    self.progress_dropped += 1  # the server would refuse the reply after it
+                    return
+                held.sent += 1
             await self._publish(reply, data, {PROGRESS_HEADER: "1"})
 
     async def _publish(self, subject: str, data: bytes, headers: Mapping[str, str] | None = None) -> None:

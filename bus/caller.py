@@ -3,7 +3,7 @@
 A request goes out with a per-call reply subject ``<reply prefix><correlationId>`` and
 waits on a future until its timeout: a result, the callee's typed error, NO_RESPONDERS as
 soon as the server reports nobody listens, AGENT_LOST when the instance holding the call
-dies (see :meth:`Caller.watch`), or DEADLINE_EXCEEDED. The pending entry is removed
+dies (see :class:`bus.watch.Watch`), or DEADLINE_EXCEEDED. The pending entry is removed
 however the call ends; a reply arriving after that is dropped and counted.
 """
 
@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -49,9 +49,12 @@ from .subjects import instance_agent, is_name
 from .tasks import TaskSet
 from .wire import ErrorEnvelope, RequestEnvelope, ResponseEnvelope
 
-__all__ = ["Caller", "CallerStats"]
+__all__ = ["Caller", "CallerStats", "Verdict"]
 
 log = logging.getLogger("a2a.bus")
+
+Verdict = Literal["answered", "nobody", "silent", "failed"]
+"""What a probe found out (see :meth:`Caller.probe`)."""
 
 
 @dataclass
@@ -144,7 +147,9 @@ class Caller:
             outcome = await slot.future
         finally:
             self.pending.close(correlation_id)
-            if outcome is TIMED_OUT:
+            # Nobody will read a reply any more: the callee stops (a lost holder may only
+            # have been slow; a dead one gets a notice nobody receives).
+            if outcome is TIMED_OUT or type(outcome) is AgentLost:
                 with anyio.CancelScope(shield=True):
                     await self._withdraw(correlation_id, slot)
         if type(outcome) is bytes:
@@ -231,6 +236,8 @@ class Caller:
                 return
             if PROGRESS_HEADER in headers:
                 self._on_progress(correlation_id, msg.data)
+                return
+            if PROBE_HEADER in headers:  # a callee checking this runtime is still there
                 return
             if is_no_responders(msg):
                 if not self._retry_while_settling(correlation_id):
@@ -348,50 +355,40 @@ class Caller:
         else:
             self.rejects("subscription refused by the server", subject)
 
-    # -- liveness of the instance holding a call -----------------------------------------
+    # -- probes ------------------------------------------------------------------------------
 
-    async def watch(self, *, probe_interval: float = 1.0) -> None:
-        """Fail calls whose acknowledged instance died, well before their deadline.
+    @property
+    def settling(self) -> bool:
+        """Right after a reconnect: "no responders" may only mean the other side reconnects too."""
+        loop = self._loop
+        return loop is not None and loop.time() < self._settling_until
 
-        Every ``probe_interval`` seconds, each instance holding a call that has been out
-        for longer than that is probed; when the server reports no responders for it,
-        its calls end with AGENT_LOST. Runs until cancelled.
+    async def probe(
+        self, subject: str, headers: Mapping[str, str], data: bytes = b"", *, timeout: float
+    ) -> Verdict:
+        """Publish a probe on ``subject`` with a reply subject of this runtime; wait ``timeout``.
+
+        Returns "answered" (a message came back), "nobody" (the server says nobody
+        subscribes to ``subject``; not while settling after a reconnect), "silent"
+        (delivered, no answer in time) or "failed" (not published, or "no responders"
+        while settling).
         """
-        while True:
-            await anyio.sleep(probe_interval)
-            held = self.pending.acknowledged_before(anyio.current_time() - probe_interval)
-            for instance, correlation_ids in held.items():
-                if await self.probe(instance, timeout=probe_interval) is False:
-                    for correlation_id in correlation_ids:
-                        self.pending.resolve(
-                            correlation_id,
-                            AgentLost(
-                                f"{instance} stopped responding while handling the call",
-                                agent=instance,
-                                details={"instance": instance},
-                            ),
-                        )
-
-    async def probe(self, instance: str, *, timeout: float = 1.0) -> bool | None:
-        """True if ``instance`` answers, False if nobody serves it, None if unsure (timeout)."""
-        assert self._loop is not None
+        assert self._loop is not None, "Caller.start() was not called"
         token = "probe-" + new_id()
         slot = self.pending.open(token, self._loop, "")
         try:
-            await self.link.publish(
-                self.link.subjects.instance(instance),
-                b"",
-                reply=self.reply_prefix + token,
-                headers={PROBE_HEADER: "1"},
-            )
+            await self.link.publish(subject, data, reply=self.reply_prefix + token, headers=headers)
             with anyio.move_on_after(timeout):
                 outcome = await slot.future
-                return outcome is not NO_RESPONDERS
-        except A2AError:
-            return None
+                if outcome is not NO_RESPONDERS:
+                    return "answered"
+                return "failed" if self.settling else "nobody"
+            return "silent"
+        except A2AError as exc:
+            log.debug("probe of %s not sent: %s", subject, exc)
+            return "failed"
         finally:
             self.pending.close(token)
-        return None
 
 
 def _target_of(envelope: RequestEnvelope) -> str:

@@ -1,12 +1,20 @@
 """The delivery protocol's vocabulary: control headers, timings and the cancel notice.
 
 A call is a request published with a reply subject of the calling runtime. Besides the
-reply itself, four control messages travel:
+reply itself, these control messages travel:
 
     callee -> caller   A2A-Ack: <instanceId>     on the reply subject of a call held for
-                                                 more than ACK_AFTER seconds (empty body)
+                                                 more than ACK_AFTER seconds, or asked
+                                                 about by an ``A2A-Probe: calls`` (empty body)
     caller -> callee   A2A-Probe: 1              on the subject of the instance holding a call
     callee -> caller   A2A-Alive: <instanceId>   the answer to a probe (empty body)
+    caller -> agent    A2A-Probe: calls          on ``a2a.<ns>.cancel.<agent>.<sender>``, every
+                                                 instance of the agent: a CancelNotice body
+                                                 naming unacknowledged calls; an instance
+                                                 holding one of them acknowledges it (above)
+    callee -> caller   A2A-Probe: caller         on the reply subject of a call held for a
+                                                 runtime that stopped probing (empty body;
+                                                 nobody answers it)
     caller -> callee   CancelNotice              when a call is withdrawn: with the header
                                                  ``A2A-Cancel: 1`` on the subject of the
                                                  instance holding it when the caller knows
@@ -16,9 +24,36 @@ reply itself, four control messages travel:
                                                  reply: a JSON value telling how the work goes
                                                  (at most PROGRESS_BYTES; only to runtimes)
 
-A dead instance has no subscription left, so a probe to it is answered by the server's
-"no responders" status, and the caller ends the call with AGENT_LOST. A callee accepts a
-cancel only from the sender of the call it withdraws (the sender token of both subjects).
+A callee accepts a cancel only from the sender of the call it withdraws (the sender token
+of both subjects), and answers ``A2A-Probe: calls`` only for calls of that sender.
+
+Liveness of the callee. Every PROBE_EVERY seconds the caller looks at its calls out for
+longer than PROBE_AFTER. It probes the instance holding each (the one that acknowledged
+it, or the one it was sent to): a dead instance has no subscription left, so the server
+answers "no responders" and the call ends with AGENT_LOST. A call sent to an agent's queue
+group that nobody acknowledged (its callee may have died before ACK_AFTER) is asked about
+with ``A2A-Probe: calls``: "no responders" means no instance of the agent is left
+(AGENT_LOST); a live holder acknowledges it, and from then on its instance is probed; a
+call that no instance claims in UNCLAIMED_ROUNDS rounds in a row ended with its holder
+(AGENT_LOST, and withdrawn in case the holder was only slow).
+
+Liveness of the caller. Those probes also tell a callee that the calling runtime lives (the
+runtime is the prefix of the probe's reply subject, the sender's own). A callee holding calls
+of a runtime it has not heard from for CALLER_QUIET seconds publishes ``A2A-Probe: caller``
+on the reply subject of one of them, with a reply subject of its own: the server answers
+"no responders" when the calling runtime's reply subscription is gone, and the callee then
+stops every call it holds for that runtime (CANCELLED, reason CALLER_GONE); a handler that
+called on is stopped with its own calls, which withdraws them in turn. Delivered, or no
+verdict, the runtime counts as alive for another CALLER_QUIET. Callers in the callee's own
+process and plain NATS requesters are never checked.
+
+What a callee publishes on a reply subject is counted. Under the generated permissions
+(``a2a nats-config``) the server lets the receiver of a request publish MAX_RESPONSES
+messages on its reply subject: its ack, its reply and one more. A call that already spent
+that spare (a second ack, a progress update) never carries ``A2A-Probe: caller``; when no
+held call of a quiet runtime can carry it, silence alone stops them. A callee whose server
+proves senders (``strict``) also drops a progress update after which the reply would no
+longer fit.
 
 Replies may travel together. A caller that sets ``metadata.batchReplies`` on its requests
 accepts a reply batch: one message, on the reply subject of one of the calls it answers,
@@ -42,10 +77,19 @@ __all__ = [
     "ACK_AFTER",
     "ACK_HEADER",
     "ALIVE_HEADER",
+    "CALLER_GONE",
+    "CALLER_QUIET",
     "CANCEL_HEADER",
     "DEADLINE",
     "MALFORMED",
+    "MAX_RESPONSES",
+    "PROBE_AFTER",
+    "PROBE_CALLER",
+    "PROBE_CALLS",
+    "PROBE_EVERY",
     "PROBE_HEADER",
+    "PROBE_IDS",
+    "PROBE_INSTANCE",
     "PROGRESS_BYTES",
     "PROGRESS_HEADER",
     "REPLIES_HEADER",
@@ -54,11 +98,13 @@ __all__ = [
     "SETTLING",
     "SHUTDOWN",
     "SWEEP_EVERY",
+    "UNCLAIMED_ROUNDS",
     "WITHDRAWN",
     "CancelNotice",
     "decode_cancel",
     "decode_progress",
     "encode_cancel",
+    "encode_probe",
 ]
 
 ACK_HEADER = "A2A-Ack"
@@ -67,11 +113,30 @@ ALIVE_HEADER = "A2A-Alive"
 REPLIES_HEADER = "A2A-Replies"
 CANCEL_HEADER = "A2A-Cancel"
 PROGRESS_HEADER = "A2A-Progress"
+PROBE_INSTANCE = "1"
+"""``A2A-Probe`` on an instance subject: is this instance alive?"""
+PROBE_CALLS = "calls"
+"""``A2A-Probe`` on an agent's cancel subject: which instance holds these calls?"""
+PROBE_CALLER = "caller"
+"""``A2A-Probe`` on a call's reply subject: is the calling runtime still there?"""
 PROGRESS_BYTES = 16 * 1024
 """The largest progress update; larger ones are dropped by the callee (and by the caller)."""
 
 ACK_AFTER = 0.2
 """Calls still in hand after this long are acknowledged to their callers, who then probe."""
+PROBE_EVERY = 0.5
+"""How often a caller probes for its long calls (and how long it waits for a verdict)."""
+PROBE_AFTER = 1.0
+"""Calls out for longer than this are probed, acknowledged or not."""
+UNCLAIMED_ROUNDS = 2
+"""Probe rounds in a row in which no instance claims an unacknowledged call: then it is lost."""
+PROBE_IDS = 256
+"""Correlation ids one ``A2A-Probe: calls`` names at most (more go in several probes)."""
+CALLER_QUIET = 2.0
+"""A callee checks a calling runtime it has not heard a probe from for this long."""
+MAX_RESPONSES = 3
+"""Messages a callee may publish on one call's reply subject under generated permissions
+(``a2a nats-config``): its ack, its reply and a spare."""
 SWEEP_EVERY = 0.05
 """How often a callee checks its held calls for acks and deadlines. The caller keeps the
 exact deadline; the callee stops work within this much of it."""
@@ -86,6 +151,7 @@ REPLY_CACHE_BYTES = 64 * 1024
 WITHDRAWN = "withdrawn"
 SHUTDOWN = "shutdown"
 DEADLINE = "deadline"
+CALLER_GONE = "caller-gone"
 
 
 class CancelNotice(msgspec.Struct, rename="camel"):
@@ -101,6 +167,11 @@ _decoder = msgspec.json.Decoder(CancelNotice)
 
 def encode_cancel(correlation_id: str) -> bytes:
     return _encoder.encode(CancelNotice(correlation_ids=[correlation_id]))
+
+
+def encode_probe(correlation_ids: list[str]) -> bytes:
+    """The body of an ``A2A-Probe: calls``: the calls asked about, as a CancelNotice."""
+    return _encoder.encode(CancelNotice(correlation_ids=correlation_ids, reason="probe"))
 
 
 MALFORMED = object()

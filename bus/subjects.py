@@ -4,7 +4,8 @@
     a2a.<ns>.inst.<name>.<instanceId>.<sender>      requests to one instance (registry routing,
                                                     probes, cancels of acknowledged calls)
     a2a.<ns>.notify.<sender>.<topic>                notifications, fan-out to every subscriber
-    a2a.<ns>.cancel.<name>.<sender>                 withdrawn calls no instance acknowledged yet
+    a2a.<ns>.cancel.<name>.<sender>                 withdrawn calls no instance acknowledged yet,
+                                                    and probes asking which instance holds them
     a2a.<ns>.reply.<identity>.<runtimeId>.<corrId>  replies to one runtime's pending calls
     a2a.<ns>.audit.<agent>                          audit records (kept by a JetStream stream)
 
@@ -95,6 +96,13 @@ class Subjects:
     def is_instance(self, subject: str) -> bool:
         """True for a subject addressed to one instance."""
         return subject.startswith(self._inst_root)
+
+    def instance_of(self, subject: str) -> str | None:
+        """The instance an instance subject of this namespace addresses, else None."""
+        if not subject.startswith(self._inst_root):
+            return None
+        parts = subject[len(self._inst_root) :].split(".")
+        return parts[1] if len(parts) == 3 and parts[1] else None
 
     def agent_of(self, subject: str) -> str:
         """The agent a request subject of this namespace addresses (the token after agent/inst)."""

@@ -67,7 +67,7 @@ class NatsTransport(Transport):
         creds_file: str | None = None,
         tls: ssl.SSLContext | None = None,
         connect_timeout: float = 5.0,
-        connect_wait: float = 10.0,
+        connect_wait: float = 2.0,
         reconnect_time_wait: float = 0.25,
         ping_interval: float = 10.0,
         inbox_prefix: str | None = None,
@@ -75,7 +75,10 @@ class NatsTransport(Transport):
         """Connect to ``servers`` (``nats://host:port``, comma-separated or a list).
 
         Keeps trying for ``connect_wait`` seconds (servers may still be starting); once
-        connected, it reconnects forever.
+        connected, it reconnects forever. One attempt to reach a server takes
+        ``connect_timeout`` seconds at most, and less when ``connect_wait`` must leave time
+        to try every server: a server that swallows connections without a word (a
+        blackholed address) does not use up the time the others need.
 
         Raises:
             TransportError: no server could be reached in time, or authentication or
@@ -121,7 +124,7 @@ class NatsTransport(Transport):
             allow_reconnect=True,
             max_reconnect_attempts=-1,
             reconnect_time_wait=reconnect_time_wait,
-            connect_timeout=connect_timeout,
+            connect_timeout=_attempt_timeout(connect_timeout, connect_wait, len(servers)),
             ping_interval=ping_interval,
             max_outstanding_pings=3,
             user=user,
@@ -145,7 +148,7 @@ class NatsTransport(Transport):
                 await nc.connect(**options)
         except TimeoutError:
             await _close_quietly(nc)
-            reason = f": {last_error[0]}" if last_error else ""
+            reason = f": {_describe(last_error[0])}" if last_error else ": no answer"
             raise TransportError(
                 f"cannot connect to NATS at {', '.join(servers)} within {connect_wait:g}s{reason}"
             ) from None
@@ -223,6 +226,18 @@ class NatsTransport(Transport):
     @property
     def is_connected(self) -> bool:
         return bool(self.nc.is_connected)
+
+
+def _describe(exc: Exception) -> str:
+    if str(exc):
+        return str(exc)
+    return "the server did not answer in time" if isinstance(exc, TimeoutError) else type(exc).__name__
+
+
+def _attempt_timeout(limit: float, wait: float, servers: int) -> float:
+    """Seconds one connection attempt may take: ``limit``, and at most a share of ``wait``
+    that lets every server be tried once (never under half a second: a TLS handshake)."""
+    return max(0.5, min(limit, wait / (servers + 1)))
 
 
 async def _close_quietly(nc: NatsClient) -> None:

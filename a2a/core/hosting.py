@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
@@ -33,7 +33,7 @@ from bus.errors import (
     Overloaded,
     outcome_of,
 )
-from bus.protocol import SHUTDOWN, WITHDRAWN
+from bus.protocol import CALLER_GONE, SHUTDOWN, WITHDRAWN
 from bus.rejects import Rejects
 from bus.wire import NotificationEnvelope, RequestEnvelope
 from discovery.profile import AgentProfile, AgentStatus
@@ -49,12 +49,21 @@ from .delegating import finish_delegation
 from .services import Services
 from .slots import Lease, Slots
 
-__all__ = ["AgentHost", "HostStats"]
+__all__ = ["AgentHost", "HostStats", "Readiness"]
 
 log = logging.getLogger("a2a.host")
 
 _MAX_ERROR_CHARS = 2000
 """A handler's error message is cut to this many characters before it is redacted and sent."""
+
+
+@runtime_checkable
+class Readiness(Protocol):
+    """What an agent's lifespan may enter to say whether it can serve now (a peer whose
+    processes are all down cannot): while it says False the instance reports ``offline``."""
+
+    def watch_ready(self, on_change: Callable[[bool], None]) -> None:
+        """Call ``on_change`` with the current answer, then each time it changes."""
 
 
 @dataclass
@@ -98,6 +107,7 @@ class AgentHost:
         self._services = services
         self._runtime_id = runtime_id
         self._on_state = on_state
+        self._ready = True
         self._limit = agent.max_concurrency + agent.max_queue
         self._stats = HostStats()
         self.rejects = Rejects(log, f"{self.instance_id}: message")
@@ -117,7 +127,7 @@ class AgentHost:
 
     @property
     def status(self) -> AgentStatus:
-        if self.stopping:
+        if self.stopping or not self._ready:
             return "offline"
         return "busy" if self.slots.busy else "available"
 
@@ -162,13 +172,21 @@ class AgentHost:
         if not self.stopping:
             self._on_state(self)
 
+    def _ready_changed(self, ready: bool) -> None:
+        if ready is not self._ready:
+            self._ready = ready
+            if not self.stopping:
+                self._on_state(self)
+
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Enter the agent's lifespan, then start receiving."""
         self._loop = asyncio.get_running_loop()
         if self.agent.lifespan is not None:
-            await self._resources.enter_async_context(self.agent.lifespan())
+            resource = await self._resources.enter_async_context(self.agent.lifespan())
+            if isinstance(resource, Readiness):
+                resource.watch_ready(self._ready_changed)
         try:
             self.endpoint = await self._bus.endpoint(
                 self.agent.name, self.instance_id, deliver=self.deliver, topics=self.agent.topics
@@ -339,6 +357,8 @@ class AgentHost:
             return Cancelled("the caller withdrew the call", details={"reason": WITHDRAWN})
         if reason == SHUTDOWN:
             return Cancelled(f"{self.instance_id} is shutting down", details={"reason": SHUTDOWN})
+        if reason == CALLER_GONE:
+            return Cancelled("the runtime that made the call is gone", details={"reason": CALLER_GONE})
         return DeadlineExceeded(
             f"{self.agent.name} did not finish {env.payload.action!r} before the deadline"
         )

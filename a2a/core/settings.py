@@ -100,8 +100,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Publish an audit record for every exchange."""
     health_port: int | None = None
     """Serve /livez, /readyz and /healthz on this port (``a2a serve``)."""
-    connect_timeout: float = 10.0
-    """How long to keep trying to reach NATS at start-up before giving up."""
+    connect_timeout: float = 2.0
+    """How long to keep trying to reach NATS at start-up before giving up (``UNAVAILABLE``)."""
     max_ttl: float = 600.0
     """Longest time, in seconds, this runtime's agents give a request, whatever its ``ttlMs`` asks."""
     max_budget: int | None = None
