@@ -6,8 +6,10 @@ process's stdin and ends with its one ``desktop.local_prompt.response`` on stdou
 (``frames``). One process (``channel``, with the request in flight in ``pending``) takes
 one request at a time, read line by line within bounds (``lines``); its stderr goes to
 the log and protocol violations are counted, never fatal (``stats``). The pool
-(``pool``) restarts processes that exit, with back-off; what to run is checked up front
-(``process``); timeouts, grace periods and bounds are in ``config``. ``a2a serve-stdio
+(``pool``) restarts processes that exit, with back-off, and after any error of its own;
+what to run is checked up front and started, on Linux under a launcher that leaves
+nothing the program started behind (``process``, ``_guard``); timeouts, grace periods
+and bounds are in ``config``. ``a2a serve-stdio
 NAME -- COMMAND ...`` serves one from the command line.
 """
 

@@ -9,38 +9,37 @@ for its terminal frame, forwarding progress frames on the way. The rules:
   a withdrawn call) leaves the channel DRAINING: the process has ``grace`` seconds to send
   the terminal frame anyway (then it is READY again), else its process group is killed
   and the pool starts a new one, so the next request never meets a stale answer.
-- **protocol violations** (an oversized line, a line that is not JSON or not a frame, an
-  unknown ``request_id``, a second terminal frame) are counted and logged at a bounded
-  rate, and never fail a request. A malformed response frame that names the request in
-  flight ends that request with AGENT_ERROR (the process has answered, if badly).
+- **protocol violations** (an oversized line, a line that is not UTF-8, not JSON or not a
+  frame, an unknown ``request_id``, a second terminal frame, anything else a line can do
+  wrong) are counted and logged at a bounded rate, and never fail another request or stop
+  the channel. A malformed response frame that names the request in flight ends that
+  request with AGENT_ERROR (the process has answered, if badly); one over ``max_line``
+  bytes that names it (at its start or end) ends it with PAYLOAD_TOO_LARGE once the line
+  has been read, instead of leaving it to its deadline.
 - **exit**: a process that exits fails the request in flight with UNAVAILABLE, naming the
   exit code and the last lines of its stderr.
 - **stderr** is read continuously (a process that writes a lot never blocks on it) into
   the log, with the agent name and process index as prefix.
 
-Processes run in a session of their own (their process group), are killed by the
-kernel if this process dies (``PR_SET_PDEATHSIG``), and when one ends, whatever it left
-in its group is killed too. :meth:`Channel.close` closes stdin, waits, sends SIGTERM,
-waits, then SIGKILL.
+Processes are started by :func:`.process.spawn`: on Linux under a launcher that kills
+everything a program started (even in a session of its own) when the program ends, when
+the channel kills it, and when this process dies. :meth:`Channel.close` closes stdin,
+waits, sends SIGTERM, waits, then SIGKILL.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import logging
-import os
-import signal
 from collections import deque
 from collections.abc import Callable
 
 import anyio
 from anyio.abc import TaskGroup
 
-from bus.errors import A2AError, AgentError, Unavailable
+from bus.errors import A2AError, AgentError, PayloadTooLarge, Unavailable
 
-from ..dev.servers import die_with_parent
 from .config import StdioConfig
 from .frames import (
     FrameError,
@@ -49,11 +48,12 @@ from .frames import (
     LocalPromptResponse,
     decode_output,
     encode_request,
+    peek_oversized,
     peek_response_id,
 )
 from .lines import Line, LineReader
 from .pending import Pending, ProgressSink
-from .process import ProcessSpec, exit_reason
+from .process import Child, ProcessSpec, exit_reason, spawn
 from .stats import StderrLog, StdioStats
 
 __all__ = ["Channel", "State"]
@@ -100,6 +100,7 @@ class Channel:
             label, stats, tail_lines=config.stderr_tail, per_second=config.stderr_per_second
         )
         self._on_change = on_change
+        self._child: Child | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._pending: Pending | None = None
         self._recent: deque[str] = deque(maxlen=_RECENT)
@@ -112,17 +113,9 @@ class Channel:
 
     async def start(self) -> None:
         """Start the process (OSError when it cannot be: not found, not executable...)."""
-        self._proc = await asyncio.create_subprocess_exec(
-            *self.spec.command,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=self.spec.cwd,
-            env=self.spec.env,
-            start_new_session=True,
-            preexec_fn=die_with_parent,
-        )
-        self.pid = self._proc.pid
+        self._child = await spawn(self.spec)
+        self._proc = self._child.proc
+        self.pid = self._child.pid
         self.stats.started += 1
         log.info("%s started: pid %d", self.label, self.pid)
 
@@ -155,13 +148,13 @@ class Channel:
             return
         if proc.stdin is not None:
             proc.stdin.close()
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        for name, stop in (("SIGTERM", self._terminate), ("SIGKILL", self._kill)):
             with anyio.move_on_after(grace):
                 await self.exited.wait()
             if self.exited.is_set():
                 return
-            log.info("%s did not exit within %.3g s; sending %s", self.label, grace, sig.name)
-            self._signal(sig)
+            log.info("%s did not exit within %.3g s; sending %s", self.label, grace, name)
+            stop()
         with anyio.move_on_after(grace):
             await self.exited.wait()
 
@@ -169,18 +162,26 @@ class Channel:
         self.state = state
         self._on_change()
 
-    def _signal(self, sig: signal.Signals) -> None:
-        if self.pid is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, sig)  # the group: the program and whatever it started
+    def _terminate(self) -> None:
+        if self._child is not None:
+            self._child.terminate()
+
+    def _kill(self) -> None:
+        if self._child is not None:
+            self._child.kill()  # the program and whatever it started
 
     async def _reap(self, proc: asyncio.subprocess.Process) -> None:
+        child = self._child
+        assert child is not None
         if proc.returncode is None:
-            self._signal(signal.SIGKILL)
-            with anyio.move_on_after(5.0):
+            child.kill()
+            with anyio.move_on_after(2.0):
                 await proc.wait()
-        self._signal(signal.SIGKILL)  # what the program left running in its group
+        if proc.returncode is None:
+            child.kill(force=True)
+            with anyio.move_on_after(3.0):
+                await proc.wait()
+        child.close()  # what the program left running in its group
 
     def _finish(self, returncode: int | None) -> None:
         self.stderr.flush()
@@ -268,7 +269,7 @@ class Channel:
         )
         self.killed = True
         self.stats.killed += 1
-        self._signal(signal.SIGKILL)
+        self._kill()
 
     def _answer(
         self, pending: Pending, response: LocalPromptResponse | None = None, error: A2AError | None = None
@@ -286,7 +287,10 @@ class Channel:
         reader = LineReader(stream, self.config.max_line)
         try:
             while (line := await reader.readline()) is not None:
-                self._on_line(line)
+                try:
+                    self._on_line(line)
+                except Exception as exc:  # whatever a line does, it is one line's fault
+                    self._violation("bad line", f"{type(exc).__name__}: {exc}"[:200])
         except (ConnectionError, OSError) as exc:
             log.warning("%s: reading stdout failed: %s", self.label, exc)
         finally:
@@ -295,7 +299,7 @@ class Channel:
             await proc.wait()
         if proc.returncode is None and not self._closing:
             log.warning("%s closed its stdout but keeps running; killing it", self.label)
-            self._signal(signal.SIGKILL)  # a fault of the program: restarted with back-off
+            self._kill()  # a fault of the program: restarted with back-off
 
     async def _pump_stderr(self, stream: asyncio.StreamReader) -> None:
         reader = LineReader(stream, _STDERR_LINE)
@@ -312,13 +316,16 @@ class Channel:
 
     def _on_line(self, line: Line) -> None:
         """One stdout line: a frame for the request in flight, or a counted violation."""
+        pending = self._pending
         if not line.complete:
             self._violation("oversized line", f"a line over {self.config.max_line} bytes was dropped")
+            if pending is not None and peek_oversized(line.data, line.tail) == pending.request_id:
+                too_large = f"the agent's answer is over the limit of {self.config.max_line} bytes a line"
+                self._answer(pending, error=PayloadTooLarge(too_large))
             return
         data = line.data
         if not data.strip():
             return
-        pending = self._pending
         try:
             frame = decode_output(data)
         except FrameError as exc:

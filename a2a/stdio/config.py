@@ -25,7 +25,9 @@ class StdioConfig:
         backoff_first, backoff_max: seconds before restarting a process that exited on its
             own, doubling from the first to the most with each exit in a row.
         backoff_reset: a process that lived this long starts the back-off over.
-        max_line: bytes of one stdout line at most; a longer line is dropped as a violation.
+        max_line: bytes of one stdout line at most; a longer line is dropped as a violation,
+            and when it is the answer to the request in flight (it names its ``request_id``
+            near its start or end) that request fails with PAYLOAD_TOO_LARGE.
         stderr_tail: stderr lines of each process kept for error messages.
         stderr_per_second: stderr lines of each process logged per second at most.
     """

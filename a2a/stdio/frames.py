@@ -11,6 +11,7 @@ unknown fields pass, so agents written against a later version of the frames sti
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
@@ -36,6 +37,7 @@ __all__ = [
     "decode_output",
     "encode_request",
     "new_request_id",
+    "peek_oversized",
     "peek_response_id",
 ]
 
@@ -142,8 +144,9 @@ def decode_output(line: bytes) -> OutputFrame:
     """One stdout line as a frame.
 
     Raises:
-        FrameError: ``not json`` or ``not a frame`` (JSON, but no valid response or
-            progress frame), with the decoder's reason.
+        FrameError: ``not json``, ``not utf-8`` (a string holds bytes that are not UTF-8)
+            or ``not a frame`` (JSON, but no valid response or progress frame), with the
+            decoder's reason; whatever else the decoder raises is ``undecodable``.
     """
     try:
         return _decoder.decode(line)
@@ -151,15 +154,35 @@ def decode_output(line: bytes) -> OutputFrame:
         raise FrameError("not a frame", str(exc)) from None
     except msgspec.DecodeError as exc:
         raise FrameError("not json", str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise FrameError("not utf-8", f"a string is not UTF-8 ({exc.reason})") from None
+    except Exception as exc:
+        raise FrameError("undecodable", f"{type(exc).__name__}: {exc}"[:200]) from None
 
 
 def peek_response_id(line: bytes) -> str | None:
     """The ``request_id`` of a line that claims to be a response frame, however malformed otherwise."""
     try:
         peek = _peeker.decode(line)
-    except msgspec.DecodeError:
+    except Exception:  # not JSON, not UTF-8 where it is read: no claim to peek at
         return None
     return peek.request_id if peek.type == RESPONSE and peek.request_id else None
+
+
+_TYPE = re.compile(rb'"type"\s*:\s*"([a-z_.]{1,64})"')
+_REQUEST_ID = re.compile(rb'"request_id"\s*:\s*"([^"\\]{1,256})"')
+
+
+def peek_oversized(head: bytes, tail: bytes) -> str | None:
+    """The ``request_id`` named in the kept start or the end of a line too long to decode, unless
+    it says it is a progress frame (then None, as for a line that names none)."""
+    found = None
+    for part in (head, tail):
+        if (kind := _TYPE.search(part)) is not None and kind[1] == PROGRESS.encode():
+            return None
+        if found is None and (rid := _REQUEST_ID.search(part)) is not None:
+            found = rid[1].decode(errors="replace")
+    return found
 
 
 def bound_history(history: Sequence[HistoryTurn], turns: int, chars: int) -> list[HistoryTurn]:

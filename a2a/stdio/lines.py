@@ -3,17 +3,20 @@
 ``asyncio.StreamReader.readline`` buffers a line whole before it knows its length;
 :class:`LineReader` reads chunks and keeps at most ``limit`` bytes of the current line:
 the rest of a longer line is skipped up to its newline, and the line is returned cut,
-marked incomplete, so the caller can refuse it (stdout) or log its start (stderr).
+marked incomplete, with its last ``TAIL`` bytes, so the caller can refuse it or see what
+it is about from both ends (stdout), or log its start (stderr).
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple, Protocol
 
-__all__ = ["CHUNK", "Line", "LineReader"]
+__all__ = ["CHUNK", "TAIL", "Line", "LineReader"]
 
 CHUNK = 64 * 1024
 """Bytes asked of the pipe per read."""
+TAIL = 4096
+"""Bytes kept of the end of a line longer than the limit."""
 
 
 class Readable(Protocol):
@@ -21,10 +24,12 @@ class Readable(Protocol):
 
 
 class Line(NamedTuple):
-    """A line without its newline; ``complete`` is False when it was longer than the limit and cut."""
+    """A line without its newline; ``complete`` is False when it was longer than the limit and cut
+    (then ``tail`` holds its last bytes, at most ``TAIL``)."""
 
     data: bytes
     complete: bool
+    tail: bytes = b""
 
 
 class LineReader:
@@ -41,11 +46,12 @@ class LineReader:
     async def readline(self) -> Line | None:
         """The next line, or None at the end of the stream (a last line without newline counts)."""
         kept = bytearray()
+        tail = b""
         complete = True
         while True:
             if not self._chunk:
                 if self._eof:
-                    return Line(bytes(kept), complete) if kept or not complete else None
+                    return Line(bytes(kept), complete, tail) if kept or not complete else None
                 self._chunk = await self._stream.read(CHUNK)
                 if not self._chunk:
                     self._eof = True
@@ -58,7 +64,10 @@ class LineReader:
                 if len(piece) > room:
                     kept += piece[:room]
                     complete = False  # the rest of the line is read and dropped
+                    tail = (bytes(kept[-TAIL:]) + piece[room:][-TAIL:])[-TAIL:]
                 else:
                     kept += piece
+            else:
+                tail = (tail + piece[-TAIL:])[-TAIL:]
             if end >= 0:
-                return Line(bytes(kept), complete)
+                return Line(bytes(kept), complete, tail)

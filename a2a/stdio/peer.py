@@ -21,14 +21,19 @@ A turn may take 60 s, 120 s with ``constraints.allow_tool_use``, less when
 ``constraints.local_turn_timeout_ms`` says so, and never more than the call has left; the
 frame's ``local_turn_timeout_ms`` tells the program the time it actually has. A turn that
 runs out of time ends with DEADLINE_EXCEEDED; a process that is down, restarting or exits
-mid-turn with UNAVAILABLE. Error messages pass through the runtime's redactor.
+mid-turn with UNAVAILABLE; an answer line over ``max_line`` bytes with PAYLOAD_TOO_LARGE.
+Error messages pass through the runtime's redactor.
+
+While no process of the pool is up (all exited and waiting to restart), the instance
+reports itself ``offline`` to the registry (:meth:`StdioPeer.watch_ready`), so routing by
+capability passes it by; it is ``available`` again as soon as one is.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -89,6 +94,7 @@ class StdioPeer(Peer):
         self.config = config or StdioConfig()
         self.stats = StdioStats(name)
         self._pool: ProcessPool | None = None
+        self._on_ready: Callable[[bool], None] | None = None
 
     def agent(
         self,
@@ -113,10 +119,24 @@ class StdioPeer(Peer):
         """Each process now (empty while the peer is not open)."""
         return [] if self._pool is None else self._pool.processes()
 
+    def watch_ready(self, on_change: Callable[[bool], None]) -> None:
+        """Call ``on_change`` with whether any process is up: now, and whenever that changes.
+
+        The hosting instance calls this once the peer is open, and reports itself offline
+        while it is told False.
+        """
+        self._on_ready = on_change
+        on_change(self._pool is not None and self._pool.up)
+
+    def _ready_changed(self, up: bool) -> None:
+        if self._on_ready is not None:
+            self._on_ready(up)
+
     async def __aenter__(self) -> StdioPeer:
         if self._pool is not None:
             raise RuntimeError(f"the stdio agent {self.name} is already running")
         pool = ProcessPool(self.name, self.spec, self.size, self.config, self.stats)
+        pool.on_up = self._ready_changed
         await pool.open()
         self._pool = pool
         return self
@@ -127,6 +147,7 @@ class StdioPeer(Peer):
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.aclose()
+        self._on_ready = None
 
     async def invoke(self, ctx: Context, action: str, params: dict[str, Any]) -> Any:
         pool = self._pool

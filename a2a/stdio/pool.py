@@ -5,6 +5,12 @@ and starts it again. A process that exited on its own (a crash, an early exit) i
 restarted after a back-off that doubles with each exit in a row (``backoff_first`` up to
 ``backoff_max``, back to the first once a process lived ``backoff_reset`` seconds); one
 the channel killed because a request got no terminal frame in time is restarted at once.
+An unexpected error of the bridge itself while starting or serving a process is logged
+and counted (``failures``), its process is stopped, and the slot restarts with the same
+back-off: no error of one slot ends the others.
+
+Whether any process is up (starting, ready, busy or draining) is told to ``on_up`` when it
+changes, so the instance can say it is offline while none is.
 
 A request takes the first READY process. When every process is busy or draining it
 waits (under the caller's timeout) for one; when no process is up at all (exited,
@@ -92,6 +98,9 @@ class ProcessPool:
         self._stopped = anyio.Event()
         self._tasks = TaskSet()
         self._failure: BaseException | None = None
+        self._up = False
+        self.on_up: Callable[[bool], None] | None = None
+        """Called with whether any process is up, each time that changes."""
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -133,6 +142,7 @@ class ProcessPool:
         finally:
             self._ready.set()
             self._stopped.set()
+            self._notify()
 
     async def _supervise(self, slot: _Slot, *, task_status: TaskStatus[None]) -> None:
         delay = self.config.backoff_first
@@ -143,9 +153,11 @@ class ProcessPool:
             born = self._clock()
             try:
                 await channel.start()
-            except OSError as exc:
-                slot.channel, slot.last_exit = None, f"could not be started: {exc}"
+            except Exception as exc:
+                slot.channel, slot.last_exit = None, f"could not be started: {_plain(exc)}"
                 log.error("%s %s", channel.label, slot.last_exit)
+                if not isinstance(exc, OSError):
+                    self.stats.failures += 1
                 serving = False
             else:
                 serving = True
@@ -153,8 +165,15 @@ class ProcessPool:
                 started = True
                 task_status.started()
             if serving:
-                await channel.serve()
-                slot.last_exit = channel.exit_reason
+                try:
+                    await channel.serve()  # stops the process whatever ends it
+                    slot.last_exit = channel.exit_reason
+                except Exception as exc:
+                    self.stats.failures += 1
+                    slot.last_exit = f"was stopped after an internal error ({_plain(exc)})"
+                    log.error("%s %s", channel.label, slot.last_exit)
+                    log.debug("%s: the internal error", channel.label, exc_info=exc)
+            self._notify()
             if self._closing.is_set():
                 return
             if channel.killed:
@@ -175,9 +194,21 @@ class ProcessPool:
             self.stats.restarts += 1
 
     def _notify(self) -> None:
-        """Wake the requests waiting for a process to become free or to go down."""
+        """Wake the requests waiting for a process to become free or to go down; tell ``on_up``."""
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
+        up = not self._stopped.is_set() and any(
+            slot.channel is not None and slot.channel.state in _UP for slot in self._slots
+        )
+        if up is not self._up:
+            self._up = up
+            if self.on_up is not None:
+                self.on_up(up)
+
+    @property
+    def up(self) -> bool:
+        """Whether any process is up (starting, ready, busy or draining)."""
+        return self._up
 
     # -- requests --------------------------------------------------------------------------
 
@@ -232,3 +263,9 @@ class ProcessPool:
                 what += f"; stderr: {tail}"
             parts.append(f"process {slot.index} {what}")
         return f"no process of the stdio agent {self.name} is running: " + "; ".join(parts)[:1500]
+
+
+def _plain(exc: BaseException) -> str:
+    """An error in a few words for a status line: its type and message, cut."""
+    text = str(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+    return text[:300]

@@ -33,6 +33,9 @@ class StdioStats:
         """Exits nobody asked for (a crash, or a program that ends on its own)."""
         self.killed = 0
         """Processes killed because a withdrawn or timed-out request got no terminal frame in time."""
+        self.failures = 0
+        """Unexpected errors of the bridge itself while starting or serving a process (each
+        logged; the process was stopped and its slot restarted)."""
         self.requests = 0
         """Request frames written."""
         self.answered = 0
@@ -43,8 +46,9 @@ class StdioStats:
         """Progress frames forwarded."""
         self.stderr_lines = 0
         self.violations = Rejects(log, f"stdio agent {name}: output line")
-        """Protocol violations by kind: ``oversized line``, ``not json``, ``not a frame``,
-        ``unknown request_id``, ``duplicate terminal``, ``malformed response``."""
+        """Protocol violations by kind: ``oversized line``, ``not utf-8``, ``not json``,
+        ``not a frame``, ``undecodable``, ``unknown request_id``, ``duplicate terminal``,
+        ``malformed response``, ``bad line`` (anything else a line caused)."""
 
     def as_dict(self) -> dict[str, object]:
         """The counters as plain data (for logs and status pages)."""
@@ -53,6 +57,7 @@ class StdioStats:
             "restarts": self.restarts,
             "crashes": self.crashes,
             "killed": self.killed,
+            "failures": self.failures,
             "requests": self.requests,
             "answered": self.answered,
             "timeouts": self.timeouts,

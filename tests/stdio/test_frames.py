@@ -16,10 +16,11 @@ from a2a.stdio.frames import (
     decode_output,
     encode_request,
     new_request_id,
+    peek_oversized,
     peek_response_id,
 )
 from a2a.stdio.lines import LineReader
-from a2a.stdio.process import ProcessSpec, exit_reason
+from a2a.stdio.process import ProcessSpec, exit_reason, spawn
 
 pytestmark = pytest.mark.anyio
 
@@ -134,7 +135,8 @@ async def test_the_line_reader_holds_at_most_its_limit_of_an_endless_line() -> N
     reader = LineReader(stream, limit)
     first = await reader.readline()
     assert first is not None and len(first.data) == limit and not first.complete
-    assert await reader.readline() == (b"ok", True)
+    assert first.tail == b"x" * 4096  # the end of the line, to see what it was about
+    assert await reader.readline() == (b"ok", True, b"")
     assert await reader.readline() is None
 
 
@@ -150,3 +152,36 @@ def test_a_command_is_checked_before_anything_runs() -> None:
     spec = ProcessSpec.build(["sh", "-c", "true"], env={"EXTRA": "1"})
     assert spec.env is not None and spec.env["EXTRA"] == "1" and "PATH" in spec.env
     assert exit_reason(3) == "exited with code 3" and exit_reason(-9) == "was killed by SIGKILL"
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        (b"\xff\xfe\x80", "not json"),
+        (b'{"type": "desktop.local_prompt.progress", "request_id": "r", "text": "\xff"}', "not utf-8"),
+        (b'{"type": "desktop.local_prompt.response", "request_id": "\xe9", "status": "ok"}', "not utf-8"),
+        (b'{"type": "desktop.local_prompt.response", "request_id": "r", "status": "ok"', "not json"),
+    ],
+)
+def test_every_undecodable_line_is_a_frame_error(line: bytes, kind: str) -> None:
+    with pytest.raises(FrameError) as caught:
+        decode_output(line)
+    assert caught.value.kind == kind
+    assert peek_response_id(line) in (None, "r")  # never raises
+
+
+def test_an_oversized_line_names_its_request_at_either_end() -> None:
+    head = b'{"type": "desktop.local_prompt.response", "request_id": "req_1", "draft_message": "xxx'
+    assert peek_oversized(head, b'xxx"}') == "req_1"
+    sorted_keys = b'{"draft_message": "xxxx'  # json.dumps(sort_keys=True): the id comes last
+    assert peek_oversized(sorted_keys, b'xx", "request_id": "req_2", "status": "ok"}') == "req_2"
+    progress = b'{"type": "desktop.local_prompt.progress", "request_id": "req_3", "text": "xx'
+    assert peek_oversized(progress, b'xx"}') is None  # an oversized progress update fails nothing
+    assert peek_oversized(b"x" * 100, b"x" * 100) is None
+    escaped = b'{"draft_message": "say \\"request_id\\": \\"req_4\\" xxx'
+    assert peek_oversized(escaped, b"xx") is None  # quoted inside a string: not a field
+
+
+async def test_a_program_that_cannot_be_executed_fails_to_start_with_its_reason() -> None:
+    with pytest.raises(FileNotFoundError):
+        await spawn(ProcessSpec(("/surely/no/such/program",)))

@@ -9,6 +9,7 @@ import pytest
 
 from a2a import Settings
 from a2a.errors import Unavailable
+from a2a.stdio.stats import StderrLog
 
 from .conftest import pids, ready, serving, until
 
@@ -53,3 +54,32 @@ async def test_a_crashed_process_is_routed_around_while_it_restarts(settings: Se
         after = set(pids(peer))
         assert survivor in after and len(after - before) == 1
         assert peer.stats.crashes == 1 and peer.stats.restarts == 1
+
+
+async def test_an_internal_error_restarts_its_process_and_the_pool_keeps_serving(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fault of the bridge itself (here: logging a stderr line raises) must end only the
+    # process it happened on: the supervisor restarts it, the other slots never notice.
+    line = StderrLog.line
+    faults: list[bytes] = []
+
+    def faulty(self: StderrLog, data: bytes, complete: bool = True) -> None:
+        if data.startswith(b"eee") and not faults:
+            faults.append(data)
+            raise RuntimeError("a bug while reading stderr")
+        line(self, data, complete)
+
+    monkeypatch.setattr(StderrLog, "line", faulty)
+    async with serving(settings, pool=2) as (rt, peer):
+        before = set(pids(peer))
+        with pytest.raises(Unavailable):
+            await rt.call("local", "run", {"text": "flood:500"})
+        survivor = int(await rt.call("local", "run", {"text": "pid"}))
+        assert survivor in before
+        await until(ready(peer, 2))
+        for i in range(10):
+            assert await rt.call("local", "run", {"text": f"n{i}"}) == f"local says n{i}"
+        after = set(pids(peer))
+        assert survivor in after and len(after - before) == 1
+        assert peer.stats.failures == 1 and peer.stats.restarts == 1

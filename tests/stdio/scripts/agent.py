@@ -15,6 +15,10 @@
     silent          never answers (keeps reading nothing)
     crash           writes to stderr and exits with code 3
     spawn           starts a grandchild that sleeps, answers with its pid
+    spawn-setsid    the same, the grandchild in a session of its own
+    badbytes        lines that are not UTF-8 first (bare, and inside a progress frame)
+    badanswer       a response frame with this request_id and a draft that is not UTF-8
+    hugeanswer:N    a response frame with this request_id and a draft of N bytes
     barrier:DIR:N   creates DIR/<pid> and answers once N such files exist (at most 10 s)
 
 With STUBBORN=1 it ignores SIGTERM and keeps running after stdin closes.
@@ -91,9 +95,22 @@ def handle(frame):
         sys.stderr.write("boom: something broke\n")
         sys.stderr.flush()
         os._exit(3)
-    elif text == "spawn":
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    elif text in ("spawn", "spawn-setsid"):
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=text == "spawn-setsid"
+        )
         answer(rid, str(child.pid))
+    elif text == "badbytes":
+        progress = b'{"type": "desktop.local_prompt.progress", "request_id": "%s", "text": "\xff"}\n'
+        sys.stdout.buffer.write(b"\xff\xfe\x80 not utf-8\n" + progress % rid.encode())
+        sys.stdout.flush()
+        answer(rid, "after bad bytes")
+    elif text == "badanswer":
+        frame = b'{"type": "desktop.local_prompt.response", "request_id": "%s", "status": "ok", '
+        sys.stdout.buffer.write(frame % rid.encode() + b'"draft_message": "caf\xe9"}\n')
+        sys.stdout.flush()
+    elif command == "hugeanswer":
+        answer(rid, "x" * int(arg))
     elif command == "barrier":
         where, _, count = arg.rpartition(":")
         open(os.path.join(where, str(os.getpid())), "w").close()
