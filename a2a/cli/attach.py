@@ -75,6 +75,11 @@ def add_attach_parser(
         action="store_true",
         help="let the card name an endpoint on another host (the --header values go there too)",
     )
+    p.add_argument(
+        "--follow-redirects",
+        action="store_true",
+        help="follow redirects of the card fetch (with --header, to another host only with --any-origin)",
+    )
     assert callable(connection_options)
     connection_options(p)
     p.set_defaults(func=cmd_attach)
@@ -113,6 +118,7 @@ async def _attach(
                     base_trust=args.trust,
                     card_keys=keys,
                     any_origin=args.any_origin,
+                    follow_redirects=args.follow_redirects,
                 )
             except NoUsableInterface as exc:
                 raise CommandError(str(exc)) from None

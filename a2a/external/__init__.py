@@ -4,12 +4,13 @@
 whose actions are the remote's skills (``attach``); each call becomes an A2A task on the
 remote (``proxy``), through a client that speaks JSON-RPC and HTTP+JSON, A2A 1.0 and 0.3
 (``client``, ``dialect``, ``interfaces``). Content mapping is in ``mapping``, task
-outcomes in ``progress``, error mapping in ``errors``, card signatures in ``signature``.
+outcomes in ``progress``, error mapping in ``errors``, bounded reading of (compressed)
+answers in ``body``, card signatures in ``signature``.
 """
 
 from .attach import RemoteAgent, attach, capability_id, remote_agent
 from .client import A2AClient, fetch_card
-from .errors import MalformedResponse
+from .errors import MalformedResponse, RedirectRefused
 from .interfaces import Endpoint, NoUsableInterface, card_location, choose_endpoint
 from .mapping import DEFAULT_ACTION, request_message
 from .progress import Progress, outcome
@@ -23,6 +24,7 @@ __all__ = [
     "MalformedResponse",
     "NoUsableInterface",
     "Progress",
+    "RedirectRefused",
     "RemoteAgent",
     "RemotePeer",
     "attach",

@@ -123,13 +123,16 @@ async def remote_agent(
     max_concurrency: int = 32,
     timeout: float = 10.0,
     any_origin: bool = False,
+    follow_redirects: bool = False,
 ) -> RemoteAgent:
     """Read the card at ``url`` (a base URL or the card's URL) and build the agent that forwards to it.
 
     ``card_keys``: public keys (or a PEM file) trusted to sign the card; ``streaming``
     overrides the card's ``capabilities.streaming``; ``timeout`` bounds the card fetch;
     ``any_origin`` lets the card name an endpoint on another host than its own (the
-    ``headers`` go there too).
+    ``headers`` go there too); ``follow_redirects`` lets the card fetch follow redirects
+    (with ``headers``, to another origin only with ``any_origin``), which are refused
+    otherwise.
 
     Raises:
         ValueError: a bad URL, name, key file or trust, or a card with no usable interface.
@@ -138,7 +141,9 @@ async def remote_agent(
     keys = [load_card_key(card_keys)] if isinstance(card_keys, str | Path) else list(card_keys)
     agent_name = validate_name("agent name", name) if name is not None else None
     tracker = TrustTracker(base=base_trust)  # checked before anything is fetched
-    card, card_url = await fetch_card(url, headers=headers, timeout=timeout)
+    card, card_url = await fetch_card(
+        url, headers=headers, timeout=timeout, follow_redirects=follow_redirects, any_origin=any_origin
+    )
     endpoint = choose_endpoint(card, card_url, any_origin=any_origin)
     signature = tracker.signature = card_signature(card, keys)
     if card.signatures and not keys:
@@ -191,6 +196,7 @@ async def attach(
     streaming: bool | None = None,
     max_concurrency: int = 32,
     timeout: float = 10.0,
+    follow_redirects: bool = False,
 ) -> AgentHost:
     """Serve the remote A2A agent at ``url`` on ``runtime`` (arguments as :func:`remote_agent`).
 
@@ -209,6 +215,7 @@ async def attach(
         streaming=streaming,
         max_concurrency=max_concurrency,
         timeout=timeout,
+        follow_redirects=follow_redirects,
     )
     (host,) = await runtime.serve(remote.agent)
     return host

@@ -11,9 +11,13 @@
 
 It speaks JSON-RPC and HTTP+JSON, A2A 1.0 and 0.3 (``dialect``). Every answer is bounded:
 a body over ``max_body`` bytes or an SSE event over ``max_event`` characters is
-PAYLOAD_TOO_LARGE. Every failure is a typed :class:`bus.errors.A2AError` (``errors``):
-connection refused is NO_RESPONDERS, a timeout DEADLINE_EXCEEDED, an answer that is not
-the protocol's JSON :class:`~.errors.MalformedResponse`, an A2A error its typed equivalent.
+PAYLOAD_TOO_LARGE, counted as it inflates (``body``: gzip and deflate are offered and read
+in bounded steps, so a compression bomb costs no more memory than the limit). No redirect
+is followed: a call answered with one, or a card fetch unless ``follow_redirects``, is
+:class:`~.errors.RedirectRefused` naming the ``Location``. Every failure is a typed
+:class:`bus.errors.A2AError` (``errors``): connection refused is NO_RESPONDERS, a timeout
+DEADLINE_EXCEEDED, an answer that is not the protocol's JSON
+:class:`~.errors.MalformedResponse`, an A2A error its typed equivalent.
 """
 
 from __future__ import annotations
@@ -47,17 +51,20 @@ from transports.a2a_http import (
 )
 from transports.a2a_http.methods import SendMessageConfiguration
 
+from .body import ACCEPT_ENCODING, iter_body, read_body
 from .dialect import Dialect, HttpCall
 from .errors import (
     MalformedResponse,
     from_http_status,
     from_protocol_error,
     from_transport_error,
+    redirect_refused,
+    redirect_target,
     remote_text,
 )
-from .interfaces import Endpoint, card_location
+from .interfaces import Endpoint, card_location, origin
 
-__all__ = ["DEFAULT_MAX_BODY", "DEFAULT_MAX_EVENT", "A2AClient", "fetch_card"]
+__all__ = ["DEFAULT_MAX_BODY", "DEFAULT_MAX_EVENT", "MAX_REDIRECTS", "A2AClient", "fetch_card"]
 
 DEFAULT_MAX_BODY = 8 << 20
 """Bytes of one answer body read at most."""
@@ -65,21 +72,10 @@ DEFAULT_MAX_EVENT = 8 << 20
 """Characters of one SSE event read at most."""
 MAX_CARD = 1 << 20
 """Bytes of an agent card read at most."""
+MAX_REDIRECTS = 5
+"""Redirects a card fetch follows at most, when it follows any."""
 
 T = TypeVar("T")
-
-
-async def _read(response: httpx.Response, limit: int) -> bytes:
-    """The whole (decoded) body, refusing more than ``limit`` bytes."""
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"the remote's answer has {declared} bytes; at most {limit} are read")
-    body = bytearray()
-    async for chunk in response.aiter_bytes():
-        body += chunk
-        if len(body) > limit:
-            raise PayloadTooLarge(f"the remote's answer is over {limit} bytes")
-    return bytes(body)
 
 
 def _json(body: bytes | str, what: str) -> Any:
@@ -120,30 +116,45 @@ async def fetch_card(
     headers: Mapping[str, str] | None = None,
     timeout: float = 10.0,
     http: httpx.AsyncClient | None = None,
+    follow_redirects: bool = False,
+    any_origin: bool = False,
 ) -> tuple[AgentCard, str]:
     """The agent card at ``url`` (a base URL or the card's own URL) and the URL it came from.
 
-    Reads 1.0, 0.3 and merged cards. Raises ValueError for a URL that is not http(s), and
-    the typed errors of the module docstring otherwise.
+    Reads 1.0, 0.3 and merged cards. A redirect is refused unless ``follow_redirects``; then
+    at most :data:`MAX_REDIRECTS`, to http(s) URLs, and with ``headers`` only on the first
+    URL's origin unless ``any_origin`` (the headers would go wherever a redirect points, and
+    so would a card fetched there send them to its endpoint). Raises ValueError for a URL
+    that is not http(s), and the typed errors of the module docstring otherwise.
     """
-    location = card_location(url)
+    location = first = card_location(url)
     owned = http is None
-    # Redirects are followed only without credentials: httpx would forward custom headers
-    # (an X-API-Key) to whatever host a redirect names.
-    client = http or httpx.AsyncClient(follow_redirects=not headers)
+    client = http or httpx.AsyncClient()
+    request_headers = {
+        VERSION_HEADER: "1.0",
+        "Accept": "application/json",
+        "Accept-Encoding": ACCEPT_ENCODING,
+        **(headers or {}),
+    }
     try:
-        request_headers = {VERSION_HEADER: "1.0", "Accept": "application/json", **(headers or {})}
-        try:
-            with anyio.fail_after(timeout):
-                async with client.stream(
-                    "GET", location, headers=request_headers, timeout=timeout
-                ) as response:
-                    body = await _read(response, MAX_CARD)
-                    status = response.status_code
-        except httpx.HTTPError as exc:
-            raise from_transport_error(exc, location) from None
-        except TimeoutError:
-            raise DeadlineExceeded(f"no agent card from {location} within {timeout:g} s") from None
+        with anyio.fail_after(timeout):
+            for hop in range(MAX_REDIRECTS + 1):
+                status, body, moved = await _get(client, location, request_headers, timeout)
+                if moved is None:
+                    break
+                target = redirect_target(location, moved)
+                why = _refusal(
+                    first, target, hop, follow_redirects, keep_origin=bool(headers) and not any_origin
+                )
+                if why:
+                    raise redirect_refused(location, status, target, why)
+                location = target
+    except httpx.HTTPError as exc:
+        raise from_transport_error(exc, location) from None
+    except TimeoutError as exc:
+        if isinstance(exc, A2AError):
+            raise
+        raise DeadlineExceeded(f"no agent card from {location} within {timeout:g} s") from None
     finally:
         if owned:
             await client.aclose()
@@ -157,6 +168,35 @@ async def fetch_card(
         raise MalformedResponse(
             f"the agent card at {location} is invalid: {remote_text(str(exc), 'invalid')}"
         ) from None
+
+
+async def _get(
+    client: httpx.AsyncClient, url: str, headers: Mapping[str, str], timeout: float
+) -> tuple[int, bytes, str | None]:
+    """Status, bounded body and redirect ``Location`` (None when it is no redirect) of GET ``url``."""
+    async with client.stream(
+        "GET", url, headers=headers, timeout=timeout, follow_redirects=False
+    ) as response:
+        if response.is_redirect:
+            return response.status_code, b"", response.headers["location"]
+        return response.status_code, await read_body(response, MAX_CARD), None
+
+
+def _refusal(first: str, target: str, hop: int, follow: bool, *, keep_origin: bool) -> str:
+    """Why a card fetch does not follow a redirect to ``target``; empty when it does."""
+    if not follow:
+        return "redirects are not followed (allow them with follow_redirects, `--follow-redirects`)"
+    if hop == MAX_REDIRECTS:
+        return f"more than {MAX_REDIRECTS} redirects"
+    try:
+        to = origin(target)  # ValueError: a port out of range
+    except ValueError:
+        to = ("", "", None)
+    if to[0] not in ("http", "https") or not to[1]:
+        return "only redirects to http(s) URLs are followed"
+    if keep_origin and to != origin(first):
+        return "another origin would get the request's headers (allow it with any_origin, `--any-origin`)"
+    return ""
 
 
 class A2AClient:
@@ -182,7 +222,7 @@ class A2AClient:
         self.max_body = max_body
         self.max_event = max_event
         self._owned = http is None
-        self._http = http or httpx.AsyncClient(follow_redirects=False)
+        self._http = http or httpx.AsyncClient()
 
     async def __aenter__(self) -> A2AClient:
         return self
@@ -235,7 +275,12 @@ class A2AClient:
         deadline = time.monotonic() + timeout
         try:
             async with self._http.stream(
-                call.method, call.url, content=call.body, headers=self._headers(call), timeout=timeout
+                call.method,
+                call.url,
+                content=call.body,
+                headers=self._headers(call),
+                timeout=timeout,
+                follow_redirects=False,
             ) as response:
                 ctype = response.headers.get("content-type", "")
                 if response.status_code // 100 != 2 or not ctype.startswith("text/event-stream"):
@@ -244,7 +289,7 @@ class A2AClient:
                     yield self._decoded(functools.partial(self.dialect.stream_event, obj, call.rpc_id))
                     return
                 decoder = SSEDecoder(max_line=self.max_event, max_event=self.max_event)
-                async for chunk in response.aiter_bytes():
+                async for chunk in iter_body(response):
                     for event in self._events(decoder, chunk):
                         read = functools.partial(
                             self.dialect.stream_event,
@@ -261,7 +306,7 @@ class A2AClient:
     # -- plumbing ------------------------------------------------------------------------------
 
     def _headers(self, call: HttpCall) -> dict[str, str]:
-        return {**self.headers, **call.headers}
+        return {"Accept-Encoding": ACCEPT_ENCODING, **self.headers, **call.headers}
 
     async def _exchange(self, call: HttpCall, timeout: float) -> Any:
         """Make ``call`` and return its decoded JSON answer; non-2xx answers raise their typed error."""
@@ -274,6 +319,7 @@ class A2AClient:
                     params=call.query or None,
                     headers=self._headers(call),
                     timeout=timeout,
+                    follow_redirects=False,
                 ) as response:
                     return await self._answer(response, call)
         except httpx.HTTPError as exc:
@@ -284,7 +330,11 @@ class A2AClient:
             raise DeadlineExceeded(f"no answer from {call.url} within {timeout:g} s") from None
 
     async def _answer(self, response: httpx.Response, call: HttpCall) -> Any:
-        body = await _read(response, self.max_body)
+        if response.is_redirect:
+            target = redirect_target(call.url, response.headers["location"])
+            why = "calls are not redirected (the card must name the endpoint's own URL)"
+            raise redirect_refused(call.url, response.status_code, target, why)
+        body = await read_body(response, self.max_body)
         if response.status_code // 100 != 2:
             raise _status_error(response.status_code, body, self.dialect)
         return _json(body, f"the answer from {call.url}")

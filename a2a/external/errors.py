@@ -10,10 +10,13 @@ the connection broke after the request went out        AGENT_LOST (it may have r
 HTTP 401 / 403                                         PERMISSION_DENIED
 HTTP 429                                               OVERLOADED
 HTTP 413, a body or SSE event over the size limit      PAYLOAD_TOO_LARGE
+  (inflated or not)
+a redirect (HTTP 3xx with a Location)                  AGENT_ERROR (:class:`RedirectRefused`)
 A2A invalid params / request / content type / JSON     INVALID_PARAMS
 A2A version not supported                              UNSUPPORTED_VERSION
 any other A2A error                                    AGENT_ERROR
-a body that is not the JSON the protocol says          AGENT_ERROR (:class:`MalformedResponse`)
+a body that is not the JSON the protocol says, in a    AGENT_ERROR (:class:`MalformedResponse`)
+  content coding not offered, or that does not inflate
 =====================================================  =================================
 
 Messages quote the remote; the proxy redacts them before they leave the process.
@@ -22,6 +25,7 @@ Messages quote the remote; the proxy redacts them before they leave the process.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urljoin
 
 import httpx
 
@@ -42,9 +46,12 @@ from transports.a2a_http import A2AProtocolError
 __all__ = [
     "MAX_REMOTE_MESSAGE",
     "MalformedResponse",
+    "RedirectRefused",
     "from_http_status",
     "from_protocol_error",
     "from_transport_error",
+    "redirect_refused",
+    "redirect_target",
     "remote_text",
 ]
 
@@ -58,6 +65,30 @@ _INVALID = frozenset(
 
 class MalformedResponse(AgentError):
     """The remote answered with something that is not what the A2A protocol says (AGENT_ERROR)."""
+
+
+class RedirectRefused(AgentError):
+    """The remote answered with a redirect that is not followed (AGENT_ERROR).
+
+    ``details`` carry ``httpStatus`` and the absolute ``location`` it pointed to.
+    """
+
+
+def redirect_target(url: str, location: str) -> str:
+    """The absolute URL a redirect from ``url`` points to, as one bounded line."""
+    try:
+        target = urljoin(url, location.strip())
+    except ValueError:  # e.g. a malformed IPv6 host
+        target = location
+    return remote_text(target, "(empty)")
+
+
+def redirect_refused(url: str, status: int, target: str, why: str) -> RedirectRefused:
+    """The error of a redirect from ``url`` to ``target`` (see :func:`redirect_target`) not followed."""
+    return RedirectRefused(
+        f"{url} redirects (HTTP {status}) to {target}: {why}",
+        details={"httpStatus": status, "location": target},
+    )
 
 
 def remote_text(text: object, default: str) -> str:

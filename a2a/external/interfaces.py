@@ -30,7 +30,7 @@ from transports.a2a_http import (
 )
 from transports.a2a_http.versions import parse_version
 
-__all__ = ["Endpoint", "NoUsableInterface", "card_location", "choose_endpoint", "rank"]
+__all__ = ["Endpoint", "NoUsableInterface", "card_location", "choose_endpoint", "origin", "rank"]
 
 Version = Literal["1.0", "0.3"]
 
@@ -99,7 +99,8 @@ def rank(interface: AgentInterface) -> tuple[int, int, int] | None:
     return (0 if version == PROTOCOL_VERSION_1_0 else 1), binding, within
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
+def origin(url: str) -> tuple[str, str, int | None]:
+    """Scheme, lower-case host and port of ``url``: whom a request to it goes to."""
     parts = urlsplit(url)
     return parts.scheme, (parts.hostname or "").lower(), parts.port
 
@@ -114,13 +115,13 @@ def choose_endpoint(card: AgentCard, card_url: str, *, any_origin: bool = False)
     Raises:
         NoUsableInterface: none of the card's interfaces is one this client speaks.
     """
-    home = _origin(card_url)
+    home = origin(card_url)
     usable = [
         (key, i, iface)
         for i, iface in enumerate(card.supported_interfaces)
         if (key := rank(iface)) is not None
         and urlsplit(urljoin(card_url, iface.url)).scheme in ("http", "https")
-        and (any_origin or _origin(urljoin(card_url, iface.url)) == home)
+        and (any_origin or origin(urljoin(card_url, iface.url)) == home)
     ]
     if not usable:
         offered = ", ".join(

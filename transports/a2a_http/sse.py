@@ -11,8 +11,10 @@ The reader follows the W3C parsing rules (any of CRLF, LF or CR ends a line; a b
 ends an event; ``:`` starts a comment; one space after the colon is dropped; several
 ``data`` lines are joined with ``\\n``; an event without data is not dispatched; an
 unterminated event at end of stream is dropped). It refuses lines longer than
-``max_line`` and events larger than ``max_event`` with ``SSEError`` instead of buffering
-without limit, which ``httpx``'s ``aiter_lines`` would do.
+``max_line`` characters (an unfinished line as soon as its bytes pass ``max_line``) and
+events larger than ``max_event`` with ``SSEError`` instead of buffering without limit,
+which ``httpx``'s ``aiter_lines`` would do. Bytes of an unfinished line are appended in
+place, so a line arriving in many small chunks costs linear time.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class SSEDecoder:
     def __init__(self, *, max_line: int = DEFAULT_MAX_LINE, max_event: int = DEFAULT_MAX_EVENT) -> None:
         self.max_line = max_line
         self.max_event = max_event
-        self._buffer = b""
+        self._buffer = bytearray()
         self._pending_cr = False
         self._data: list[str] = []
         self._size = 0
@@ -110,10 +112,14 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Process a chunk of the byte stream; returns the events it completes, in order."""
-        data = self._buffer + chunk
-        if self._pending_cr and data.startswith(b"\n"):
-            data = data[1:]
+        if self._pending_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
         self._pending_cr = False
+        if b"\n" not in chunk and b"\r" not in chunk:  # the unfinished line only grows
+            self._buffer += chunk
+            self._check_unfinished()
+            return []
+        data = self._buffer + chunk
         events: list[SSEEvent] = []
         start = 0
         while True:
@@ -128,9 +134,13 @@ class SSEDecoder:
                 events.append(event)
             start = after
         self._buffer = data[start:]
-        if len(self._buffer) > self.max_line * 4:
-            raise SSEError(f"SSE line longer than {self.max_line} characters")
+        self._check_unfinished()
         return events
+
+    def _check_unfinished(self) -> None:
+        # Bounded in bytes, so that what it holds never passes max_line whatever the characters.
+        if len(self._buffer) > self.max_line:
+            raise SSEError(f"SSE line longer than {self.max_line} bytes")
 
     def _dispatch(self) -> SSEEvent | None:
         if not self._data:
@@ -143,7 +153,7 @@ class SSEDecoder:
         return event
 
 
-def _line_end(data: bytes, start: int) -> tuple[int, int] | None:
+def _line_end(data: bytes | bytearray, start: int) -> tuple[int, int] | None:
     """Index of the next line terminator from ``start`` and the index after it."""
     cr, lf = data.find(b"\r", start), data.find(b"\n", start)
     if cr == -1 and lf == -1:
@@ -155,7 +165,7 @@ def _line_end(data: bytes, start: int) -> tuple[int, int] | None:
     return cr, cr + 1
 
 
-def _text(raw: bytes) -> str:
+def _text(raw: bytes | bytearray) -> str:
     try:
         return raw.decode()
     except UnicodeDecodeError as exc:
