@@ -30,7 +30,10 @@ def add_gateway_parser(
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
-    p.add_argument("--public-url", help="base URL clients reach the gateway at, written into agent cards")
+    p.add_argument(
+        "--public-url",
+        help="base URL clients reach the gateway at, written into agent cards (default: the bound address)",
+    )
     p.add_argument("--api-keys", type=Path, help="YAML file: user -> API key(s) (clear or sha256:<hex>)")
     p.add_argument("--jwt-key", type=Path, help="PEM public key that signs bearer JWTs")
     p.add_argument("--jwt-secret", type=Path, help="file holding the HMAC secret of bearer JWTs")
@@ -41,6 +44,18 @@ def add_gateway_parser(
         "--timeout", type=seconds, default=60.0, help="a call's deadline when the client gives none"
     )
     p.add_argument("--max-timeout", type=seconds, default=600.0, help="the most a client may ask for")
+    p.add_argument(
+        "--header-timeout",
+        type=seconds,
+        default=10.0,
+        help="seconds a request's head may take to arrive (default 10)",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=seconds,
+        default=60.0,
+        help="seconds a request's body may take to arrive after its head (default 60)",
+    )
     assert callable(connection_options)
     connection_options(p)
     p.set_defaults(func=cmd_gateway)
@@ -67,7 +82,11 @@ def cmd_gateway(args: argparse.Namespace) -> int:
             "no --api-keys or JWT key: the gateway is open and every request acts for 'anonymous'"
         )
     config = GatewayConfig(
-        public_url=args.public_url, default_timeout=args.timeout, max_timeout=args.max_timeout
+        public_url=args.public_url,
+        default_timeout=args.timeout,
+        max_timeout=args.max_timeout,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
     )
 
     async def run(settings: Settings) -> None:

@@ -7,7 +7,6 @@ tokens and the local agent's bridge frames never reach it.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -78,8 +77,8 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Any:
             if len(data) > MAX_BODY:
                 raise InvalidParams(f"the body is over {MAX_BODY} bytes")
         try:
-            body = json.loads(data or b"{}")
-        except ValueError:
+            body = msgspec.json.decode(data or b"{}")
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the decoder goes
             raise InvalidParams("the body is not JSON") from None
         if not isinstance(body, dict):
             raise InvalidParams("the body must be a JSON object")

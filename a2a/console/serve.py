@@ -9,7 +9,7 @@ import anyio.abc
 
 from ..core.runtime import Runtime
 from ..sessions import Sessions
-from ..web import serve_app
+from ..web import ReadLimits, serve_app
 from .app import console_app
 from .auth import ConsoleAuth
 from .feed import Feed
@@ -26,9 +26,12 @@ async def serve_console(
     host: str = "127.0.0.1",
     port: int = 8470,
     auth: ConsoleAuth | None = None,
+    limits: ReadLimits | None = None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the console until cancelled; reports the bound port.
+
+    ``limits`` bound how long a request may take to arrive (default :class:`ReadLimits`).
 
     Raises:
         ValueError: a host other than loopback without credentials (anyone could steer sessions).
@@ -41,7 +44,11 @@ async def serve_console(
         await tg.start(feed.run)
         port = await tg.start(
             lambda task_status: serve_app(
-                console_app(sessions, feed, auth), host=host, port=port, task_status=task_status
+                console_app(sessions, feed, auth),
+                host=host,
+                port=port,
+                limits=limits,
+                task_status=task_status,
             )
         )
         log.info("console on http://%s:%s (%s)", host, port, "open" if auth.open else "authenticated")

@@ -11,16 +11,20 @@ Endpoints (``<base>`` is the gateway's root, or ``<base>/agents/<name>`` for one
 
 Run it with :func:`serve_gateway` (or ``a2a gateway``); :func:`create_app` gives the bare
 ASGI app for another server.
+
+The interface URLs in cards come from configuration only: ``public_url``, else the address
+the gateway is bound to; never from a request (its ``Host`` or forwarding headers), so one
+client cannot point the cards others read, or a cache in front of them, anywhere else.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 from typing import Any
 
 import anyio
 import anyio.abc
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -34,7 +38,7 @@ from transports.a2a_http.rest import ROUTES_V1
 
 from ..core.runtime import Runtime
 from ..stores.audit import decode_records
-from ..web import QuietServer, bind_socket
+from ..web import QuietServer, ReadLimits, bind_socket, uvicorn_config
 from .auth import Authenticator
 from .cards import agent_card, card_body, gateway_card, profiles_by_name
 from .config import GatewayConfig
@@ -80,11 +84,28 @@ def _agent(request: Request) -> str | None:
         return ""
 
 
-def create_app(served: Served, runtime: Runtime, config: GatewayConfig) -> Starlette:
-    """The ASGI app serving ``served`` (the service must be running)."""
+def bound_url(host: str, port: int) -> str:
+    """The base URL of a gateway bound to ``host``:``port`` (a wildcard address names this machine)."""
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
-    def base(request: Request) -> str:
-        return (config.public_url or str(request.base_url)).rstrip("/")
+
+def create_app(
+    served: Served, runtime: Runtime, config: GatewayConfig, *, base_url: str | None = None
+) -> Starlette:
+    """The ASGI app serving ``served`` (the service must be running).
+
+    Cards name ``config.public_url``, else ``base_url`` (where the server is bound).
+
+    Raises:
+        ValueError: neither is given.
+    """
+    url = (config.public_url or base_url or "").rstrip("/")
+    if not url:
+        raise ValueError("the gateway's cards need a URL: set public_url")
 
     def card_response(request: Request, body: bytes, etag: str) -> Response:
         headers = {"ETag": etag, "Cache-Control": "max-age=10"}
@@ -93,7 +114,7 @@ def create_app(served: Served, runtime: Runtime, config: GatewayConfig) -> Starl
         return Response(body, media_type="application/json", headers=headers)
 
     async def own_card(request: Request) -> Response:
-        card = gateway_card(config.name, config.description, base(request), _profiles(runtime), served.auth)
+        card = gateway_card(config.name, config.description, url, _profiles(runtime), served.auth)
         return card_response(request, *card_body(card))
 
     async def one_card(request: Request) -> Response:
@@ -101,7 +122,7 @@ def create_app(served: Served, runtime: Runtime, config: GatewayConfig) -> Starl
         instances = profiles_by_name(_profiles(runtime)).get(name or "")
         if not name or not instances:
             return _no_agent()
-        card = agent_card(name, f"{base(request)}/agents/{name}", instances, served.auth)
+        card = agent_card(name, f"{url}/agents/{name}", instances, served.auth)
         return card_response(request, *card_body(card))
 
     async def jsonrpc(request: Request) -> Response:
@@ -186,12 +207,13 @@ async def serve_gateway(
     store = TaskStore(runtime.registry.redis, runtime.settings.namespace, ttl=config.task_ttl)
     service = GatewayService(runtime, store, config)
     served = Served(service, auth, MAX_BODY)
-    app = create_app(served, runtime, config)
-    server = QuietServer(
-        uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", access_log=False)
-    )
+    limits = ReadLimits(header_timeout=config.header_timeout, body_timeout=config.body_timeout)
     sock = bind_socket(host, port)  # here, so that a port in use is an OSError, not uvicorn's exit
     bound = sock.getsockname()[1]
+    if config.public_url is None and host in ("", "0.0.0.0", "::"):
+        log.warning("the gateway listens on every address: set its public URL, which cards name")
+    app = create_app(served, runtime, config, base_url=bound_url(host, bound))
+    server = QuietServer(uvicorn_config(app, host=host, port=port, limits=limits))
     stopped = anyio.Event()
 
     async def run_server() -> None:

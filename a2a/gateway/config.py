@@ -12,7 +12,7 @@ class GatewayConfig:
     """
     Args:
         public_url: the base URL clients reach the gateway at, written into agent cards
-            (default: the URL each card request came in on).
+            (default: the address it is bound to; a request's ``Host`` header never is).
         default_timeout: seconds a call may take when the client says nothing.
         max_timeout: the most a client may ask for (``metadata.timeoutMs``); also capped
             by the runtime's ``max_ttl``.
@@ -38,3 +38,11 @@ class GatewayConfig:
     """Seconds a stopping replica lets its running calls finish before it cancels them."""
     cancel_wait: float = 5.0
     """Seconds ``CancelTask`` waits for a running call to end before answering."""
+    header_timeout: float = 10.0
+    """Seconds a request's head may take to arrive (from the connection, or the request's first byte)."""
+    body_timeout: float = 60.0
+    """Seconds a request's body may take to arrive once its head has."""
+    max_subscriptions_per_task: int = 10
+    """``SubscribeToTask`` streams open at once on one task (on this replica)."""
+    max_subscriptions_per_user: int = 100
+    """``SubscribeToTask`` streams open at once by one user (on this replica)."""

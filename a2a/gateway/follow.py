@@ -20,9 +20,18 @@ KEEPALIVE = 15.0
 """Seconds of silence after which a stream of a run here carries a keep-alive (``None``)."""
 
 
-def follow_run(run: Run) -> AsyncIterator[StreamResponse | None]:
-    """The task now, then every event of its run here (listening starts at once, so none is missed)."""
-    return events_of(StreamResponse(task=snapshot(run.task)), run.listen())
+async def follow_run(run: Run) -> AsyncIterator[StreamResponse | None]:
+    """The task as it is when iteration begins, then every event of its run here.
+
+    The snapshot and the listening begin together, so no event is missed; and nothing is
+    held until then, nor once the stream ends.
+    """
+    receive = run.listen()
+    try:
+        async for event in events_of(StreamResponse(task=snapshot(run.task)), receive):
+            yield event
+    finally:
+        run.unlisten(receive)
 
 
 async def events_of(

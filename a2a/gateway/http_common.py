@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -17,7 +18,16 @@ from transports.a2a_http.versions import request_version, version_compatible
 from .auth import Authenticator, AuthError
 from .service import GatewayService
 
-__all__ = ["Served", "check_version", "principal_or_401", "read_body", "sse_response", "unauthorized"]
+__all__ = [
+    "MAX_DEPTH",
+    "Served",
+    "check_depth",
+    "check_version",
+    "principal_or_401",
+    "read_body",
+    "sse_response",
+    "unauthorized",
+]
 
 log = logging.getLogger("a2a.gateway")
 
@@ -50,6 +60,26 @@ async def read_body(request: Request, limit: int) -> bytes:
     except ClientDisconnect:
         raise A2AProtocolError(e.INVALID_REQUEST, "the client went away") from None
     return b"".join(chunks)
+
+
+MAX_DEPTH = 128
+"""Levels a request's JSON may nest (serde_json's default). Deeper data could decode here
+and still break an encoder further on, whose stack is deeper: it is refused at the edge."""
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
+    """Refuse JSON (decoded) nesting deeper than ``limit`` levels; walked without recursion.
+
+    Raises:
+        A2AProtocolError: INVALID_PARAMS.
+    """
+    stack = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        if depth > limit:
+            raise A2AProtocolError(e.INVALID_PARAMS, f"the request nests deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
 
 
 def unauthorized(error: AuthError, auth: Authenticator) -> Response:

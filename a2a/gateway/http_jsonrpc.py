@@ -31,7 +31,7 @@ from transports.a2a_http.versions import (
 )
 
 from . import dispatch
-from .http_common import Served, check_version, principal_or_401, read_body, sse_response
+from .http_common import Served, check_depth, check_version, principal_or_401, read_body, sse_response
 
 __all__ = ["handle_jsonrpc"]
 
@@ -62,6 +62,7 @@ async def handle_jsonrpc(request: Request, served: Served, agent: str | None) ->
     try:
         call = parse_request(await read_body(request, served.max_body))
         request_id = call.id if isinstance(call.id, str | int) else None
+        check_depth(call.params)
         method = resolve_method(call.method)
         check_version(request.headers, PROTOCOL_VERSION_0_3 if method.legacy else PROTOCOL_VERSION_1_0)
         if method.operation is Operation.LIST_TASKS and method.legacy:

@@ -25,7 +25,7 @@ from transports.a2a_http.versions import (
 )
 
 from . import dispatch
-from .http_common import Served, check_version, principal_or_401, read_body, sse_response
+from .http_common import Served, check_depth, check_version, principal_or_401, read_body, sse_response
 
 __all__ = ["handle_rest"]
 
@@ -47,6 +47,7 @@ async def _params(request: Request, op: Operation, task_id: str | None, max_body
         data: Any = codec.decode(body) if body.strip() else {}
         if not isinstance(data, dict):
             raise A2AProtocolError(e.INVALID_REQUEST, "the body must be a JSON object")
+        check_depth(data)
         if task_id is not None:
             data["id"] = task_id
         return codec.convert(data, PARAMS_V1[op])

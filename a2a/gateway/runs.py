@@ -29,6 +29,8 @@ from .tasks import StoredTask
 __all__ = ["Run", "is_done", "is_final", "overdue", "show_hop", "show_progress", "snapshot", "trimmed"]
 
 _STREAM_BUFFER = 256
+Receiving = MemoryObjectReceiveStream[StreamResponse]
+"""A stream's receiving end."""
 
 
 def overdue(stored: StoredTask, margin: float) -> bool:
@@ -70,7 +72,9 @@ class Run:
         self.stored = stored
         self.scope = anyio.CancelScope()
         self.done = anyio.Event()
-        self.listeners: set[MemoryObjectSendStream[StreamResponse]] = set()
+        self.listeners: dict[Receiving, MemoryObjectSendStream[StreamResponse]] = {}
+        """Each stream's receiving end, and the end that events are sent to."""
+        self.closed = False
         self.conversation = ""
         """The bus conversation of the call (the task's context, scoped to its owner)."""
         self.known = {stored.task.id}
@@ -84,23 +88,34 @@ class Run:
     def task(self) -> Task:
         return self.stored.task
 
-    def listen(self) -> MemoryObjectReceiveStream[StreamResponse]:
+    def listen(self) -> Receiving:
+        """The events emitted from now on (none once the run has ended: the stream ends at once)."""
         send, receive = anyio.create_memory_object_stream[StreamResponse](_STREAM_BUFFER)
-        self.listeners.add(send)
+        if self.closed:
+            send.close()
+        else:
+            self.listeners[receive] = send
         return receive
 
+    def unlisten(self, receive: Receiving) -> None:
+        """Stop sending to ``receive`` (a stream that ended): nothing of it is kept."""
+        send = self.listeners.pop(receive, None)
+        if send is not None:
+            send.close()
+        receive.close()
+
     def emit(self, event: StreamResponse) -> None:
-        for listener in list(self.listeners):
+        for receive, send in list(self.listeners.items()):
             try:
-                listener.send_nowait(event)
+                send.send_nowait(event)
             except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 # A listener that does not keep up loses its stream (it may resubscribe).
-                self.listeners.discard(listener)
-                listener.close()
+                self.unlisten(receive)
 
     def close(self) -> None:
-        for listener in self.listeners:
-            listener.close()
+        self.closed = True
+        for send in self.listeners.values():
+            send.close()
         self.listeners.clear()
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
 
@@ -53,14 +52,12 @@ from .mapping import (
 )
 from .planning import plan_for
 from .runs import Run, is_done, overdue, show_progress, trimmed
+from .subscriptions import Events, Subscriptions
 from .tasks import StoredTask, TaskStore, decode_token, encode_token, parse_timestamp
 
 __all__ = ["GatewayService", "Run"]
 
 log = logging.getLogger("a2a.gateway")
-
-Events = AsyncIterator[StreamResponse | None]
-"""A stream's events; ``None`` is a keep-alive."""
 
 
 class GatewayService:
@@ -76,7 +73,11 @@ class GatewayService:
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope = anyio.CancelScope(shield=True)
         self._stopping = False
-        self._streams_elsewhere = 0
+        self.subscriptions = Subscriptions(
+            per_task=config.max_subscriptions_per_task,
+            per_user=config.max_subscriptions_per_user,
+            elsewhere=config.max_streams_elsewhere,
+        )
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -365,8 +366,12 @@ class GatewayService:
                 await anyio.sleep(0.05)
         return (await self.store.load(task_id) or stored).task
 
-    async def subscribe(self, principal: str, task_id: str) -> AsyncIterator[StreamResponse | None]:
-        """The task now, then its events until it ends (from this replica or any other)."""
+    async def subscribe(self, principal: str, task_id: str) -> Events:
+        """The task now, then its events until it ends (from this replica or any other).
+
+        Raises:
+            A2AProtocolError: not the principal's task, ended, or over a cap on streams.
+        """
         stored = await self.owned(principal, task_id)
         if is_done(stored.task):
             raise A2AProtocolError(
@@ -374,20 +379,6 @@ class GatewayService:
             )
         run = self.runs.get(task_id)
         if run is not None:
-            return follow_run(run)
-        if self._streams_elsewhere >= self.config.max_streams_elsewhere:
-            raise A2AProtocolError(
-                e.UNSUPPORTED_OPERATION, "too many streams of tasks on other replicas: poll GetTask instead"
-            )
-        return self._counted(follow_elsewhere(self.store, stored, partial(self.owned, stored.owner)))
-
-    async def _counted(
-        self, events: AsyncIterator[StreamResponse | None]
-    ) -> AsyncIterator[StreamResponse | None]:
-        """``events``, counted among the streams this replica follows elsewhere while they last."""
-        self._streams_elsewhere += 1
-        try:
-            async for event in events:
-                yield event
-        finally:
-            self._streams_elsewhere -= 1
+            return self.subscriptions.open(principal, task_id, follow_run(run), elsewhere=False)
+        events = follow_elsewhere(self.store, stored, partial(self.owned, stored.owner))
+        return self.subscriptions.open(principal, task_id, events, elsewhere=True)

@@ -9,25 +9,30 @@ counted in Redis, so they hold across every process sending for the profile.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated
 
+import anyio
 import msgspec
 import redis.asyncio as aioredis
 from msgspec import Meta
 
-from bus.errors import CycleDetected, MaxHopsExceeded, Overloaded, PermissionDenied
+from bus.errors import CycleDetected, MaxHopsExceeded, Overloaded, PermissionDenied, Unavailable
 from bus.wire import Orchestration, Wire
 from discovery.errors import redis_errors
 from discovery.registry import RegistryKeys
 
-__all__ = ["PolicyStore", "SharedCallPolicy", "check"]
+__all__ = ["SLOT_LEASE", "PolicyStore", "SharedCallPolicy", "check"]
+
+log = logging.getLogger("a2a.sessions")
 
 Positive = Annotated[int, Meta(ge=1)]
-_SLOT_LEASE = 15 * 60.0  # seconds a counted call holds its slot if its process dies
+SLOT_LEASE = 6.0
+"""Seconds a shared call's slot outlives the last renewal by its process (renewed every third of it)."""
 
 
 class SharedCallPolicy(Wire):
@@ -77,9 +82,10 @@ class PolicyStore:
     """Policies and their counters in Redis (keys ``P session-policy:<user>:<profile>``,
     ``P session-rate:<user>:<profile>:<target>:<minute>``, ``P session-calls:<user>:<profile>``)."""
 
-    def __init__(self, redis: aioredis.Redis, namespace: str) -> None:
+    def __init__(self, redis: aioredis.Redis, namespace: str, *, slot_lease: float = SLOT_LEASE) -> None:
         self.redis = redis
         self.prefix = RegistryKeys(namespace).prefix
+        self.slot_lease = slot_lease
 
     async def get(self, user_id: str, profile_id: str) -> SharedCallPolicy:
         with redis_errors("read session policy"):
@@ -102,6 +108,8 @@ class PolicyStore:
         """Hold one of the profile's concurrent shared calls, within the pair's rate, while the block runs.
 
         Counted per user, like the policy itself: one user's sessions never use up another's.
+        The slot is a lease renewed while the block runs, so the slot of a process that dies
+        is free again ``slot_lease`` seconds after its last renewal.
 
         Raises:
             Overloaded: the rate per minute for (profile, target) is used up, or the
@@ -122,7 +130,7 @@ class PolicyStore:
                 policy.max_concurrent_shared_calls,
                 slot,
                 now,
-                now + _SLOT_LEASE,
+                now + self.slot_lease,
             )
         if verdict == b"rate" or verdict == "rate":
             raise Overloaded(
@@ -134,12 +142,40 @@ class PolicyStore:
                 f"{profile_id} has {policy.max_concurrent_shared_calls} shared calls in flight",
                 details={"limit": "maxConcurrentSharedCalls", "max": policy.max_concurrent_shared_calls},
             )
+        failed: Exception | None = None
         try:
-            yield
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._renew, calls_key, slot)
+                try:
+                    yield
+                except Exception as exc:  # raised below as it came, not wrapped in a group
+                    failed = exc
+                finally:
+                    tg.cancel_scope.cancel()
+            if failed is not None:
+                raise failed
         finally:
-            with redis_errors("release a shared call"):
-                await self.redis.zrem(calls_key, slot)
+            try:
+                with anyio.move_on_after(5, shield=True), redis_errors("release a shared call"):
+                    await self.redis.zrem(calls_key, slot)
+            except Unavailable as exc:  # the lease, no longer renewed, frees the slot anyway
+                log.warning("shared call slot not released: %s", exc)
 
+    async def _renew(self, calls_key: str, slot: str) -> None:
+        """Keep the slot's lease ahead of its expiry while the call runs (a lapsed one is taken again)."""
+        while True:
+            await anyio.sleep(self.slot_lease / 3)
+            try:
+                with redis_errors("renew a shared call"):
+                    async with self.redis.pipeline(transaction=False) as pipe:
+                        pipe.zadd(calls_key, {slot: time.time() + self.slot_lease})
+                        pipe.expire(calls_key, _CALLS_TTL)
+                        await pipe.execute()
+            except Unavailable as exc:  # the call goes on; the next renewal may reach Redis
+                log.warning("shared call slot not renewed: %s", exc)
+
+
+_CALLS_TTL = 3600  # seconds the slots' sorted set outlives its last write (as in the script below)
 
 # KEYS: rate, calls. ARGV: per minute, max concurrent, slot, now, slot expiry.
 _ADMIT = """

@@ -1,4 +1,7 @@
-"""uvicorn on a socket bound here, without its signal handlers: the process decides when it stops."""
+"""uvicorn on a socket bound here, without its signal handlers: the process decides when it stops.
+
+Every server here bounds how long a request may take to arrive (:class:`ReadLimits`).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,9 @@ import anyio
 import anyio.abc
 import uvicorn
 
-__all__ = ["QuietServer", "bind_socket", "serve_app"]
+from .deadlines import ReadLimits, limited_protocol
+
+__all__ = ["QuietServer", "bind_socket", "serve_app", "uvicorn_config"]
 
 
 class QuietServer(uvicorn.Server):
@@ -39,24 +44,36 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def uvicorn_config(app: Any, *, host: str, port: int, limits: ReadLimits, **options: Any) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``: quiet, no lifespan, requests bounded by ``limits``."""
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=limited_protocol(limits),
+        log_level="warning",
+        lifespan="off",
+        access_log=False,
+        **options,
+    )
+
+
 async def serve_app(
-    app: Any, *, host: str, port: int, task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    limits: ReadLimits | None = None,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` until cancelled; reports the bound port once the server accepts connections.
 
     Open streams (server-sent events) are closed when it stops.
     """
-    server = QuietServer(
-        uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            log_level="warning",
-            lifespan="off",
-            access_log=False,
-            timeout_graceful_shutdown=1,
-        )
+    config = uvicorn_config(
+        app, host=host, port=port, limits=limits or ReadLimits(), timeout_graceful_shutdown=1
     )
+    server = QuietServer(config)
     sock = bind_socket(host, port)
     stopped = anyio.Event()
 
