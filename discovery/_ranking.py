@@ -39,6 +39,8 @@ class RankedEntries:
         self._entries: dict[str, ViewEntry] = {}
         self._ranked: dict[str, list[tuple[float, str]]] = {}
         """Capability -> (-proficiency, instance id), best first."""
+        self._per_agent: dict[str, int] = {}
+        """Agent name -> how many of its instances are entries."""
 
     # -- reading ---------------------------------------------------------------
 
@@ -47,6 +49,10 @@ class RankedEntries:
 
     def get(self, agent_id: str) -> ViewEntry | None:
         return self._entries.get(agent_id)
+
+    def instances_of(self, agent: str) -> int:
+        """How many instances of ``agent`` the entries hold."""
+        return self._per_agent.get(agent, 0)
 
     def best(
         self,
@@ -203,6 +209,8 @@ class RankedEntries:
         old = self._entries.get(profile.agent_id)
         if old is not None:
             self._unindex(old)
+            self._count(old.profile.name, -1)
+        self._count(profile.name, 1)
         entry = ViewEntry(profile, profile.proficiencies())
         self._entries[profile.agent_id] = entry
         for cap, proficiency in entry.proficiencies.items():
@@ -235,6 +243,19 @@ class RankedEntries:
         entry = self._entries.pop(agent_id, None)
         if entry is not None:
             self._unindex(entry)
+            self._count(entry.profile.name, -1)
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._ranked.clear()
+        self._per_agent.clear()
+
+    def _count(self, agent: str, step: int) -> None:
+        n = self._per_agent.get(agent, 0) + step
+        if n > 0:
+            self._per_agent[agent] = n
+        else:
+            self._per_agent.pop(agent, None)
 
     def _unindex(self, entry: ViewEntry) -> None:
         for cap, proficiency in entry.proficiencies.items():

@@ -28,12 +28,20 @@ class RegistryKeys:
         self.events = self.prefix + "events"
         self.expiry = self.prefix + "expiry"
         self.sweeper = self.prefix + "sweeper"
+        self.grants = self.prefix + "grants"
+        """Hash: agent name -> JSON ``{"capabilities": [ids], "maxInstances": n}``, what the
+        roster lets each agent advertise. Written by the admin only; without it (an open
+        deployment) any agent may advertise anything."""
 
     def instance(self, agent_id: str) -> str:
         return f"{self.prefix}inst:{agent_id}"
 
     def capability(self, cap_id: str) -> str:
         return f"{self.prefix}cap:{cap_id}"
+
+    def agent_instances(self, agent: str) -> str:
+        """Sorted set of one agent's live instances (instance id -> expiry, server ms)."""
+        return f"{self.prefix}insts:{agent}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-__all__ = ["Refetch"]
+__all__ = ["ReadBudget", "Refetch"]
 
 
 class Refetch:
@@ -67,3 +67,44 @@ class Refetch:
         self._read[agent_id] = now
         if len(self._read) > self.limit:
             del self._read[next(iter(self._read))]  # forgotten: its next read may come sooner
+
+
+class ReadBudget:
+    """Reads a view makes for events per ``window`` seconds: ``floor`` or the view's size, whichever is more.
+
+    A flood of events naming distinct ids would cost a read each; past the budget they cost
+    nothing, and the view loads a whole snapshot once the window is over instead (one
+    listing per window, however many events came).
+    """
+
+    def __init__(
+        self, window: float, *, floor: int = 1000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.window = window
+        self.floor = floor
+        self.clock = clock
+        self._start = clock()
+        self._used = 0
+        self._over = False
+
+    def take(self, entries: int) -> bool:
+        """Whether one more read fits this window (``entries``: the view's size)."""
+        self._roll()
+        if self._used >= max(self.floor, entries):
+            self._over = True
+            return False
+        self._used += 1
+        return True
+
+    def resync_due(self) -> bool:
+        """True once for a window that ran over its budget, when that window is over."""
+        if self._over and self.clock() - self._start >= self.window:
+            self._over = False
+            self._roll()
+            return True
+        return False
+
+    def _roll(self) -> None:
+        now = self.clock()
+        if now - self._start >= self.window and not self._over:
+            self._start, self._used = now, 0

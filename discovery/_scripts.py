@@ -13,6 +13,16 @@ namespace lands on one Redis Cluster slot):
     P expiry        sorted set: instance id -> when its hash expires (ms, the server's clock);
                     the sweeper (EXPIRE) reads it to announce deaths as they happen
     P sweeper       string: the id of the runtime holding the sweeper's lease (expires)
+    P grants        hash: agent name -> JSON {capabilities: [ids], maxInstances: n}, what
+                    the roster lets each agent advertise; written by the admin only
+                    (``a2a redis-config --load``). Without it (an open deployment) any
+                    agent may advertise anything. With it, REGISTER refuses a capability
+                    outside the agent's grant, or an instance over its maximum; HEARTBEAT
+                    makes an instance whose grant was narrowed re-register; FIND_BEST
+                    skips an instance whose agent is not granted what is asked for
+    P insts:<name>  sorted set: the agent's instances -> when they expire (ms), kept with
+                    grants only, to count its live instances; written with the agent's
+                    own rights
     P events        pub/sub channel of change events (JSON: e = reg | st | down); functions
                     name it ``prefix .. 'events'`` (a channel is no key: ACL key
                     rights do not cover it, channel rights do)
@@ -23,7 +33,8 @@ only call it (FCALL / FCALL_RO), never load code of their own, so nothing they s
 keep Redis busy. Its name carries a version: a layout change ships as a new library
 beside the old one (v2 added the trust field, and FIND_BEST weighs by it; v3 publishes a
 heartbeat only when it changes what routing reads, and announces deaths from the expiry
-set: views of v2 runtimes, which count heartbeats to judge liveness, need v3 too).
+set: views of v2 runtimes, which count heartbeats to judge liveness, need v3 too; v4 binds
+what each agent may advertise, and how many instances it may run, to the roster's grants).
 
 Every function's work is bounded per call, whatever the shared keys hold (every agent
 may write ``instances``, ``capsof`` and ``cap:*``, and any bytes into its own hashes):
@@ -42,12 +53,12 @@ from __future__ import annotations
 
 from importlib import resources
 
-from .limits import MAX_CAPABILITIES, MAX_FIELD_BYTES, MAX_PROFILE_BYTES
+from .limits import MAX_CAPABILITIES, MAX_FIELD_BYTES, MAX_INSTANCES, MAX_PROFILE_BYTES
 
 __all__ = ["FUNCTIONS", "LIBRARY", "LOAD_STEP", "MAX_BEATS", "MAX_PAGE", "MAX_QUERY", "SOURCE"]
 
-LIBRARY = "a2a_registry_v3"
-_FN = "a2a_v3_"
+LIBRARY = "a2a_registry_v4"
+_FN = "a2a_v4_"
 FUNCTIONS = {
     op: _FN + op
     for op in (
@@ -91,5 +102,6 @@ SOURCE = (
     .replace("@MAX_PAGE@", str(MAX_PAGE))
     .replace("@LOAD_STEP@", repr(LOAD_STEP))
     .replace("@MAX_BEATS@", str(MAX_BEATS))
+    .replace("@MAX_INSTANCES@", str(MAX_INSTANCES))
 )
 """The library's Lua source, as FUNCTION LOAD takes it."""

@@ -36,6 +36,7 @@ __all__ = [
     "MAX_CAPABILITIES",
     "MAX_DESCRIPTION",
     "MAX_FIELD_BYTES",
+    "MAX_INSTANCES",
     "MAX_METADATA_BYTES",
     "MAX_PROFILE_BYTES",
     "MAX_SHORT_TEXT",
@@ -52,6 +53,8 @@ MAX_SHORT_TEXT = 256
 MAX_TOOLS = 64
 MAX_METADATA_BYTES = 16 * 1024
 MAX_FIELD_BYTES = 64
+MAX_INSTANCES = 32
+"""Live instances of one agent, when the roster's grant for it names no other maximum."""
 
 _encoder = msgspec.json.Encoder()
 

@@ -10,6 +10,7 @@ local MAX_SEEN = 1024           -- instances one FIND_BEST scores at most
 local SWEEP_BUDGET = 1024       -- index removals one SWEEP or EXPIRE makes at most
 local MAX_BEATS = @MAX_BEATS@          -- instances one BEAT refreshes at most
 local LOAD_STEP = @LOAD_STEP@           -- a load change under this share of capacity publishes nothing
+local MAX_INSTANCES = @MAX_INSTANCES@   -- live instances of one agent, when its grant names no maximum
 local FIELDS = {'profile', 'status', 'load', 'capacity', 'lastSeen', 'trust'}
 local OVERSIZE = {false, false, false, false, false}  -- the fields after an oversized entry's size
 
@@ -51,6 +52,13 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- The agent an instance id belongs to: the id up to its last '-' (``reader-1a2b3c4d`` -> reader),
+-- as the ACL of ``a2a redis-config`` proves it (an agent writes only hashes of ids starting with
+-- its own name and a dash).
+local function agent_of(id)
+  return string.match(id, '^(.*)%-[^%-]*$') or id
+end
+
 local function page(count)
   count = tonumber(count) or MAX_PAGE
   if count < 1 or count > MAX_PAGE then return MAX_PAGE end
@@ -75,6 +83,44 @@ local function decode_caps(raw)
     if n > MAX_CAPS then return nil end
   end
   return caps
+end
+
+-- The roster's grants, which the admin writes (``a2a redis-config --load``): agent name -> JSON
+-- {capabilities = {ids}, maxInstances = n}. Returns nil when the namespace has none (an open
+-- deployment: any agent may advertise anything), else a lookup from an agent's name to its
+-- grant ({caps = set of ids, max = n}) or false (no grant, or one that does not decode: that
+-- agent may advertise nothing). Lookups are cached for the call.
+local function grants_of(prefix)
+  local key = prefix .. 'grants'
+  if read('EXISTS', key) ~= 1 then return nil end
+  local cache = {}
+  return function(agent)
+    local grant = cache[agent]
+    if grant ~= nil then return grant end
+    grant = false
+    local raw = #agent <= MAX_ID and small(key, agent)
+    if raw then
+      local ok, t = pcall(cjson.decode, raw)
+      if ok and type(t) == 'table' and type(t.capabilities) == 'table' then
+        local caps = {}
+        for _, cap in ipairs(t.capabilities) do
+          if type(cap) == 'string' then caps[cap] = true end
+        end
+        local max = tonumber(t.maxInstances) or MAX_INSTANCES
+        grant = {caps = caps, max = max}
+      end
+    end
+    cache[agent] = grant
+    return grant
+  end
+end
+
+-- Nil when every capability of caps (id -> proficiency) is in grant, else the first one that is not.
+local function ungranted(grant, caps)
+  for cap in pairs(caps) do
+    if not grant or not grant.caps[tostring(cap)] then return tostring(cap) end
+  end
+  return nil
 end
 
 -- An instance gone from the registry: out of the indexes, with a down event when it had
@@ -148,9 +194,33 @@ local function register(keys, args)
     return redis.error_reply('ERR profile or capabilities over the registry size bounds')
   end
   if trust ~= '' and not trust_of(trust) then return redis.error_reply('ERR invalid trust') end
+  local now = now_ms()
+  local grants = grants_of(prefix)
+  if grants then
+    -- The roster binds what an agent may advertise, and how many instances it may run.
+    local agent = agent_of(id)
+    if args[4] ~= agent then
+      return redis.error_reply('ERR refused: instance ' .. string.sub(id, 1, 100) .. ' is not named for its agent')
+    end
+    local grant = grants(agent)
+    if not grant then
+      return redis.error_reply('ERR refused: agent ' .. string.sub(agent, 1, 100) .. ' has no entry in the roster')
+    end
+    local cap = ungranted(grant, caps)
+    if cap then
+      return redis.error_reply('ERR refused: the roster does not let agent ' .. agent .. ' advertise '
+        .. string.sub(cap, 1, 100))
+    end
+    local mine = prefix .. 'insts:' .. agent
+    write('ZREMRANGEBYSCORE', mine, '-inf', now)
+    if not read('ZSCORE', mine, id) and (read('ZCARD', mine) or 0) >= grant.max then
+      return redis.error_reply('ERR refused: agent ' .. agent .. ' already runs ' .. grant.max
+        .. ' instances, the most its roster entry allows')
+    end
+    write('ZADD', mine, now + tonumber(args[3]), id)
+  end
   unindex(prefix, id, key, keys[3])
   redis.call('DEL', key)
-  local now = now_ms()
   redis.call('HSET', key, 'name', args[4], 'status', status, 'load', args[6], 'capacity', args[7],
              'lastSeen', now, 'profile', args[8], 'caps', args[9], 'pload', args[6], 'ttl', args[3])
   if trust ~= '' then redis.call('HSET', key, 'trust', trust) end
@@ -200,6 +270,12 @@ local function heartbeat(keys, args)
   local caps = decode_caps(raw)
   if not caps then return 0 end
   local load, capacity, now = tonumber(args[5]) or 0, tonumber(args[6]) or 0, now_ms()
+  local grants = grants_of(prefix)
+  if grants then
+    -- A grant the admin narrowed since the registration: re-register (and be refused).
+    if ungranted(grants(agent_of(id)), caps) then return 0 end
+    write('ZADD', prefix .. 'insts:' .. agent_of(id), now + tonumber(args[3]), id)
+  end
   local published = tonumber(h[5])
   local changed = old ~= status or h[3] ~= args[6] or (h[4] or '') ~= trust or not published
     or (capacity > 0 and math.abs(load - published) >= LOAD_STEP * capacity)
@@ -238,11 +314,13 @@ local function beat(keys, args)
   if not ttl or ttl < 1 then return redis.error_reply('ERR ttl_ms must be positive') end
   local at, head = now_ms() + ttl, prefix .. 'inst:'
   local lost, scores = {}, {}
+  local counted = read('EXISTS', prefix .. 'grants') == 1  -- instances per agent are counted
   for i, key in ipairs(keys) do
     local id = string.sub(key, #head + 1)
     if string.sub(key, 1, #head) == head and #id <= MAX_ID and redis.call('PEXPIRE', key, ttl) == 1 then
       scores[#scores + 1] = at
       scores[#scores + 1] = id
+      if counted then write('ZADD', prefix .. 'insts:' .. agent_of(id), at, id) end
     else
       lost[#lost + 1] = i
     end
@@ -260,6 +338,7 @@ local function deregister(keys, args)
   write('SREM', keys[2], id)
   write('HDEL', keys[3], id)
   write('ZREM', prefix .. 'expiry', id)
+  if read('EXISTS', prefix .. 'grants') == 1 then write('ZREM', prefix .. 'insts:' .. agent_of(id), id) end
   redis.call('PUBLISH', prefix .. 'events', cjson.encode({e = 'down', id = id}))
   return 1
 end
@@ -359,6 +438,9 @@ local function find_best(keys, args)
   end
   local seen, count, invalid = {}, 0, 0
   local best, best_score, best_load = nil, 0, 0
+  local grants = grants_of(prefix)
+  local asked = {}
+  for i = 1, n do asked[args[i + 2]] = true end
   local depth, batch, truncated = 0, 16, 0
   while true do
     local threshold, more = 0, false
@@ -375,6 +457,7 @@ local function find_best(keys, args)
           seen[id] = true
           count = count + 1
           local st = read('HMGET', prefix .. 'inst:' .. id, 'status', 'load', 'capacity', 'trust')
+          if st and grants and ungranted(grants(agent_of(id)), asked) then st = false end
           local trust = st and trust_of(st[4])
           if st and st[1] == 'available' and not trust then invalid = invalid + 1 end
           if st and st[1] == 'available' and trust and trust >= floor then

@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import logging
 import math
-import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
-from redis.client import NEVER_DECODE
 
-from bus.rejects import Rejects
 from bus.subjects import is_name
 
 from ._beats import Beats
-from ._library import call_with_library
+from ._calls import LibraryCalls
 from ._records import Candidate, Expiry, InstanceState, RegistryKeys, trust_arg
 from ._scripts import FUNCTIONS, MAX_PAGE, MAX_QUERY
-from ._validate import FIELDS, Invalid, parse_instance, text
+from ._validate import Invalid, text
 from .cluster import is_cluster_url, namespace_client
 from .errors import redis_errors
 from .limits import check_limits, check_size
@@ -37,7 +34,6 @@ MAX_LIST_PAGES = 1000
 """Pages of ``MAX_PAGE`` ids one listing reads at most (a set padded with fakes ends it early)."""
 MAX_SWEEP_PAGES = 64
 """Pages one :meth:`Registry.sweep` prunes at most; the next sweep goes on where it stopped."""
-_WARN_EVERY = 10.0
 _MAX_COUNTED = 1024
 """Invalid trust fields one search reports at most (it scores at most 1,024 instances)."""
 
@@ -46,7 +42,7 @@ def _done(cursor: object) -> bool:
     return cursor in (b"0", "0", 0)
 
 
-class Registry:
+class Registry(LibraryCalls):
     """Agent instances and their capabilities, kept in Redis.
 
     An instance's hash expires ``ttl`` seconds after its last heartbeat (3 heartbeat
@@ -79,23 +75,15 @@ class Registry:
         missed_heartbeats: int = 3,
         trust_floor: float = DEFAULT_TRUST_FLOOR,
     ) -> None:
-        self.redis = redis
+        super().__init__(redis, RegistryKeys(namespace))
         self.trust_floor = check_floor(trust_floor)
         self.namespace = namespace
-        self.keys = RegistryKeys(namespace)
         self.heartbeat_interval = heartbeat_interval
         self.ttl = heartbeat_interval * missed_heartbeats
-        self.rejects = Rejects(log, "registry entry")
         self._beats = Beats(self.keys, self._ttl_ms)
         """What this registry wrote of its instances, and its heartbeats' commands."""
         self._raw: aioredis.Redis | None = None
         self._sweep_cursor: bytes | str | int = b"0"
-        self._warned = -math.inf
-
-    @property
-    def rejected(self) -> int:
-        """Invalid entries skipped so far."""
-        return self.rejects.total
 
     @classmethod
     def from_url(cls, url: str, **kwargs: object) -> Registry:
@@ -244,6 +232,7 @@ class Registry:
         pages (with a warning).
         """
         floor = self.trust_floor if trust_floor is None else check_floor(trust_floor)
+        await self.grants()
         found = await self._with_capability(capability)
         weighed = [
             (p.proficiencies().get(capability, 0.0) * trust_weight(p.trust), p)
@@ -270,7 +259,9 @@ class Registry:
         return profiles
 
     async def get(self, agent_id: str) -> AgentProfile | None:
-        """One instance's profile, or None when it is gone or its entry is invalid."""
+        """One instance's profile, or None when it is gone, its entry is invalid or its agent
+        may not advertise what it does."""
+        await self.grants()
         with redis_errors("get"):
             fields = await self._read("get", [self.keys.instance(agent_id)], [])
         if not isinstance(fields, list) or not fields or fields[0] is None:
@@ -285,6 +276,7 @@ class Registry:
         """
         profiles: list[AgentProfile] = []
         cursor: object = b"0"
+        await self.grants()
         with redis_errors("list_agents"):
             for _ in range(MAX_LIST_PAGES):
                 flat = await self._read("list", [self.keys.instances], [self.keys.prefix, cursor, MAX_PAGE])
@@ -341,59 +333,3 @@ class Registry:
                 if _done(self._sweep_cursor):
                     break
         return removed
-
-    # -- calling the library ---------------------------------------------------------
-
-    async def _pipelined(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
-        """Send ``commands`` (FCALLs of the library, PEXPIREs) in one pipelined round trip."""
-
-        async def run() -> list[Any]:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for command in commands:
-                    pipe.execute_command(*command)
-                return await pipe.execute()
-
-        return await call_with_library(self.redis, run)
-
-    async def _read(self, op: str, keys: list[str], args: list[Any]) -> Any:
-        """FCALL_RO the read-only function of ``op``; the reply undecoded (bytes).
-
-        FCALL_RO: Redis refuses any write from it, and ACL users with read-only rights
-        on the keys (clients) may run it.
-        """
-
-        def run() -> Awaitable[Any]:
-            return self.redis.execute_command(  # type: ignore[no-untyped-call]
-                "FCALL_RO", FUNCTIONS[op], len(keys), *keys, *args, **{NEVER_DECODE: True}
-            )
-
-        return await call_with_library(self.redis, run)
-
-    # -- reading foreign bytes -------------------------------------------------------
-
-    def _warn_bounded(self, message: str) -> None:
-        now = time.monotonic()
-        if now - self._warned >= _WARN_EVERY:
-            self._warned = now
-            log.warning("%s", message)
-
-    def _profiles(self, flat: object) -> list[AgentProfile]:
-        """Valid profiles of a flat answer: id, then its ``FIELDS`` fields, for each instance."""
-        if not isinstance(flat, list):
-            self.rejects("reply", f"expected a list, got {type(flat).__name__}")
-            return []
-        profiles = []
-        for i in range(0, len(flat) - FIELDS, FIELDS + 1):
-            profile = self._parse(flat[i], flat[i + 1 : i + 1 + FIELDS])
-            if profile is not None:
-                profiles.append(profile)
-        return profiles
-
-    def _parse(
-        self, agent_id: str | bytes | None, fields: Sequence[str | bytes | int | None]
-    ) -> AgentProfile | None:
-        try:
-            return parse_instance(agent_id, fields)
-        except Invalid as exc:
-            self.rejects(exc.kind, exc)
-            return None

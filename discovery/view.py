@@ -12,15 +12,19 @@ heartbeat intervals) and a few milliseconds; should the sweeping process die, an
 takes the lease over when it ends (one ttl later). While Redis is unreachable the view
 keeps its last known state and routing carries on from it.
 
-Anyone who may publish on the channel may publish anything, so no event is trusted:
+Anyone who may publish on the channel may publish anything, so no event is believed:
 one that does not decode or validate is skipped and counted in :attr:`LocalView.rejected`,
-and profiles are read back from the registry, which validates them and their size
-(``discovery._validate``, ``discovery.limits``), at most once per heartbeat interval per
-instance (``discovery._refetch``). A ``down`` is checked the same way: the entry goes only
-when the registry reads it as gone (a forged ``down`` costs a read, nothing more), and so is
-an ``st`` saying an instance is offline. Any other forged ``st`` skews an entry's status,
-load and trust until the instance's next real change or the view's next resync: reading
-back every state change in every view would cost Redis a read per change per view.
+and what an event says is read back from the registry, which validates entries and their
+size (``discovery._validate``, ``discovery.limits``) and what the roster lets their agent
+advertise (``discovery._grants``), at most once per heartbeat interval per instance
+(``discovery._refetch``; requests in between make one read when the interval is over). So
+a ``reg`` costs a read, a ``down`` removes an entry only when the registry reads it as gone,
+and an ``st`` that changes an entry's status, capacity or trust (in either direction) is
+applied only as read back: a forged one costs a read, nothing more. An ``st`` that moves
+only the load (which breaks ties between equally scored instances, nothing else) is applied
+at once, and the entry is read back one interval later, so an idle instance's entry
+returns to the truth within one interval whatever was published. A view also keeps at most
+the number of instances of one agent that its grant allows.
 """
 
 from __future__ import annotations
@@ -40,10 +44,10 @@ from bus.errors import Unavailable
 from bus.rejects import Rejects
 
 from ._entry import ViewEntry
-from ._events import parse_event
+from ._events import Event, parse_event
 from ._quarantine import Quarantine
 from ._ranking import TIE_WINDOW, RankedEntries
-from ._refetch import Refetch
+from ._refetch import ReadBudget, Refetch
 from ._validate import Invalid
 from .profile import AgentProfile
 from .registry import Registry
@@ -81,6 +85,9 @@ class LocalView(RankedEntries):
         self._unconfirmed = Quarantine(registry.heartbeat_interval, limit=10_000_000)  # bounded by entries
         """Entries a resync's snapshot lacked, kept until read back one interval later."""
         self._refetch = Refetch(registry.heartbeat_interval)
+        self._recheck = Quarantine(registry.heartbeat_interval, limit=10_000_000)  # bounded by entries
+        """Entries whose load an event changed, read back one interval later."""
+        self._budget = ReadBudget(10 * registry.heartbeat_interval)
 
     @property
     def rejected(self) -> int:
@@ -102,11 +109,25 @@ class LocalView(RankedEntries):
 
     def replace_all(self, profiles: Sequence[AgentProfile]) -> None:
         """Forget every entry and load these (a snapshot of the registry)."""
-        self._entries.clear()
-        self._ranked.clear()
+        self.clear()
         for profile in profiles:
             if profile.agent_id not in self._quarantine:
-                self.upsert(profile)
+                self._admit(profile)
+
+    def _admit(self, profile: AgentProfile) -> None:
+        """Upsert an entry read from the registry, unless its agent has as many instances as
+        its grant allows already (its further instances are counted and ignored)."""
+        limit = self.registry.granted.max_instances(profile.name)
+        if (
+            limit is not None
+            and profile.agent_id not in self._entries
+            and self.instances_of(profile.name) >= limit
+        ):
+            self.rejects(
+                "instances", f"{profile.agent_id}: agent {profile.name} has {limit} instances already"
+            )
+            return
+        self.upsert(profile)
 
     # -- keeping fresh -----------------------------------------------------------
 
@@ -144,8 +165,12 @@ class LocalView(RankedEntries):
                 msg = await pubsub.get_message(timeout=wait)
                 if msg is not None and msg.get("type") in ("message", b"message"):
                     await self._apply_safely(msg.get("data"))
-                for agent_id in self._refetch.due() + self._quarantine.expire() + self._unconfirmed.expire():
+                due = self._refetch.due() + self._quarantine.expire() + self._unconfirmed.expire()
+                for agent_id in due + self._recheck.expire():
                     await self._fetch(agent_id)
+                if self._budget.resync_due():
+                    self._resync(await self.registry.list_agents())
+                    self.resyncs += 1
         finally:
             with (
                 anyio.CancelScope(shield=True),
@@ -174,17 +199,19 @@ class LocalView(RankedEntries):
         if event.e == "down":
             # Forged? The registry says: the entry goes only if its hash reads as gone (now,
             # or once the interval since its last read is over: a forged flood costs reads).
-            if event.id in self._entries and self._refetch.allow(event.id):
-                await self._fetch(event.id)
+            if event.id in self._entries:
+                await self._read_back(event.id)
             return
         if event.e == "st" and event.status is not None:
-            known = self.set_state(event.id, event.status, event.load or 0, event.capacity or 0, event.trust)
-            if known and event.status != "offline":
+            entry = self._entries.get(event.id)
+            if entry is not None and _load_only(entry.profile, event):
+                # Load breaks ties only: applied now, checked one interval later.
+                entry.profile.load = event.load or 0
+                if event.id not in self._recheck:
+                    self._recheck.add(event.id)
                 return
-            # An instance this view does not know is read; so is one said to be offline
-            # (out of routing until its next change, were the event forged).
-        if self._refetch.allow(event.id):  # else read once the interval is over
-            await self._fetch(event.id)
+            # Status, capacity or trust: believed only as read back (a forged one costs a read).
+        await self._read_back(event.id)
 
     def _resync(self, profiles: Sequence[AgentProfile]) -> None:
         """Load a snapshot, keeping for one heartbeat interval the entries it lacks.
@@ -200,13 +227,24 @@ class LocalView(RankedEntries):
                 self.upsert(entry.profile)
                 self._unconfirmed.add(agent_id)
 
+    async def _read_back(self, agent_id: str) -> None:
+        """Read an instance an event names: now, or once its interval is over. When events ask
+        for more reads than a :class:`ReadBudget` allows (a flood of distinct ids), the view
+        loads a snapshot instead, once the budget's window is over."""
+        if not self._refetch.allow(agent_id):
+            return
+        if self._budget.take(len(self._entries)):
+            await self._fetch(agent_id)
+        else:
+            self.rejects("flood", "more events than a view reads back per window: a resync follows")
+
     async def _fetch(self, agent_id: str) -> None:
         """Read one instance back (validated by the registry): its entry is what Redis holds, or none."""
         profile = await self.registry.get(agent_id)
         if profile is None:
             self.remove(agent_id)
         elif agent_id not in self._quarantine:
-            self.upsert(profile)
+            self._admit(profile)
 
     async def _sweep(self) -> None:
         """Take turns at the registry's sweeper: call it as expiries come due while holding its lease.
@@ -235,6 +273,15 @@ class LocalView(RankedEntries):
                 else:
                     wait = min(interval, expiry.wait or interval) * (1 + 0.1 * random.random())
             await anyio.sleep(max(wait, 0.005))
+
+
+def _load_only(profile: AgentProfile, event: Event) -> bool:
+    """Whether a state event changes nothing of an entry but its load."""
+    return (
+        event.status == profile.status
+        and (event.capacity or 0) == profile.capacity
+        and event.trust == profile.trust
+    )
 
 
 def _denied(exc: Unavailable) -> bool:

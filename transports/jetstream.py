@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import anyio
 import nats.errors
 import nats.js.errors
-from nats.js.api import DeliverPolicy, StorageType, StreamConfig
+from nats.js.api import RawStreamMsg, StorageType, StreamConfig
+from nats.js.client import JetStreamContext
 
+from ._match import subject_matches
 from ._nats import NatsTransport
 from .errors import TransportError
 
 __all__ = ["ensure_stream", "read_stream"]
+
+WINDOW = 64
+"""Message-get requests a stream read keeps in flight."""
 
 
 async def ensure_stream(transport: NatsTransport, name: str, subjects: list[str], *, max_age: float) -> None:
@@ -45,28 +51,43 @@ async def read_stream(
 ) -> AsyncIterator[tuple[str, bytes]]:
     """(subject, data) of every message kept in stream ``name`` on ``subject``, oldest first.
 
+    Messages are fetched by sequence number with the stream's message-get API
+    (``$JS.API.STREAM.MSG.GET.<name>``, ``WINDOW`` requests in flight), never through a
+    consumer: a user allowed to create consumers could have one deliver the stream onto
+    any subject, as if it had published there, so readers get no such right (``a2a
+    nats-config``). Messages added after the read started are left out.
+
     Raises:
         TransportError: no such stream, or the server stopped answering.
     """
     js = transport.nc.jetstream(timeout=timeout)
     try:
         info = await js.stream_info(name)
-        if not info.state.messages:
-            return
-        # Naming the stream spares a lookup ($JS.API.STREAM.NAMES) readers need not be allowed.
-        sub = await js.subscribe(
-            subject, stream=name, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
-        )
     except (nats.errors.Error, OSError) as exc:
         raise TransportError(str(exc) or type(exc).__name__) from exc
+    if not info.state.messages:
+        return
+    first, last = max(1, info.state.first_seq), info.state.last_seq
+    for start in range(first, last + 1, WINDOW):
+        found: list[RawStreamMsg | None] = [None] * (min(start + WINDOW, last + 1) - start)
+        failed: list[str] = []
+        async with anyio.create_task_group() as tg:
+            for i in range(len(found)):
+                tg.start_soon(_get, js, name, start, i, found, failed)
+        if failed:
+            raise TransportError(failed[0])
+        for msg in found:
+            if msg is not None and msg.subject and subject_matches(subject, msg.subject):
+                yield msg.subject, msg.data or b""
+
+
+async def _get(
+    js: JetStreamContext, name: str, start: int, i: int, found: list[RawStreamMsg | None], failed: list[str]
+) -> None:
+    """Message ``start + i`` of stream ``name`` into ``found[i]``; None when it is gone."""
     try:
-        while True:
-            try:
-                msg = await sub.next_msg(timeout=timeout)
-            except (nats.errors.Error, OSError) as exc:
-                raise TransportError(str(exc) or type(exc).__name__) from exc
-            yield msg.subject, msg.data
-            if msg.metadata.num_pending == 0:
-                break
-    finally:
-        await sub.unsubscribe()
+        found[i] = await js.get_msg(name, seq=start + i)
+    except nats.js.errors.NotFoundError:
+        pass  # deleted, or aged out since the read started
+    except (nats.errors.Error, OSError) as exc:
+        failed.append(str(exc) or type(exc).__name__)

@@ -187,16 +187,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_nats_config(args: argparse.Namespace) -> int:
-    from ..delegation.roster import Roster
-    from .nats_config import CLIENTS, render_authorization
+    from .nats_config import cmd_nats_config as run
 
-    roster = Roster.load(args.roster)  # RosterError (a ValueError): reported as bad usage
-    text = render_authorization(roster, args.namespace, clients=args.client or CLIENTS, max_ttl=args.max_ttl)
-    if args.out:
-        Path(args.out).write_text(text)
-    else:
-        print(text, end="")
-    return 0
+    return run(args)
 
 
 def cmd_grant_key(args: argparse.Namespace) -> int:

@@ -101,6 +101,13 @@ def _roster_options(p: argparse.ArgumentParser) -> None:
         default="default",
         help="deployment namespace (default 'default')",
     )
+    p.add_argument(
+        "--agents",
+        action="append",
+        metavar="module:attr",
+        help="the agents' code (an Agent or a list of Agents, repeatable): what each declares is "
+        "what its roster entry may advertise, when the entry lists no capabilities",
+    )
     p.add_argument("--client", action="append", help="user name for callers outside agents (repeatable)")
     p.add_argument("--out", help="write here instead of standard output")
 

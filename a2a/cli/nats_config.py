@@ -3,8 +3,8 @@
 ``a2a nats-config --roster roster.yaml --namespace prod > auth.conf`` writes one NATS
 user per roster agent (user name = agent name; password from the environment variable
 ``A2A_NATS_PASSWORD_<USER>``, which nats-server resolves itself), client users for callers
-from outside any agent (the CLI, an HTTP gateway), an audit reader for operators, and an
-admin. What the server then enforces:
+from outside any agent (:data:`CLIENTS`: the CLI, the HTTP gateway, sessions, the console),
+an audit reader for operators, and an admin. What the server then enforces:
 
 * every subject a user publishes requests, notifications and cancels on ends (or, for
   notifications, continues) with its own name: nobody can send as someone else;
@@ -15,29 +15,47 @@ admin. What the server then enforces:
   longest deadline);
 * an agent receives only its own requests, cancels and replies, and publishes audit
   records only on its own audit subject; the audit stream is out of agents' reach
-  (only the audit reader and the admin manage it, clients and the audit reader read it).
+  (only the audit reader and the admin manage it, clients and the audit reader read it);
+* nobody but the admin creates JetStream consumers: a consumer delivers the stream onto
+  whatever subject its creator names, from the server itself, and nats-server cannot
+  check that subject against the creator's rights. Readers fetch the stream's messages
+  by sequence (``$JS.API.STREAM.MSG.GET``), whose answers wrap a message in the API's
+  JSON wherever the request sends them, never as a message of its own.
+
+The roster's capabilities are pinned here as by ``a2a redis-config``: ``--agents
+module:attr`` names the agents' code, whose declared capabilities fill in the roster
+entries that list none; an entry with neither is an error.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from collections.abc import Iterable
+from pathlib import Path
 
+from bus.protocol import MAX_RESPONSES
 from bus.subjects import Subjects, inbox_prefix
 
 from ..delegation.roster import Roster
 from ..stores.audit import stream_name
+from .common import CommandError, load_agents
 
-__all__ = ["CLIENTS", "agent_permissions", "password_variable", "render_authorization"]
+__all__ = [
+    "CLIENTS",
+    "agent_permissions",
+    "cmd_nats_config",
+    "password_variable",
+    "pinned_roster",
+    "render_authorization",
+]
 
-CLIENTS = ("client", "gateway")
-"""Users for callers outside any agent: the CLI, and the HTTP gateway that serves A2A clients."""
+CLIENTS = ("client", "gateway", "session", "console")
+"""Users for callers outside any agent: the CLI, the HTTP gateway that serves A2A clients,
+the runtimes that run sessions (``a2a session``) and the console (``a2a console``, ``a2a watch``)."""
 
 Permissions = dict[str, object]
-
-MAX_RESPONSES = 3
-"""Messages a user may publish on one received request's reply subject: ack, reply, a spare."""
 
 
 def password_variable(user: str) -> str:
@@ -120,12 +138,8 @@ def _auditor_permissions(namespace: str, user: str) -> Permissions:
 
 
 def _audit_reading(stream: str) -> list[str]:
-    return [
-        f"$JS.API.CONSUMER.CREATE.{stream}",
-        f"$JS.API.CONSUMER.CREATE.{stream}.>",
-        f"$JS.API.CONSUMER.DELETE.{stream}.>",
-        f"$JS.FC.{stream}.>",
-    ]
+    """Reading the audit stream message by message: no consumer, so nothing delivered elsewhere."""
+    return [f"$JS.API.STREAM.MSG.GET.{stream}"]
 
 
 def render_authorization(
@@ -174,3 +188,39 @@ def render_authorization(
         lines.append(f"    {{user: {json.dumps(admin)}, password: ${password_variable(admin)}}}")
     lines += ["  ]", "}", ""]
     return "\n".join(lines)
+
+
+def pinned_roster(args: argparse.Namespace) -> Roster:
+    """The roster of ``args.roster`` with the capabilities of the agents in ``args.agents``
+    (``module:attr`` targets) filling in the entries that list none.
+
+    Raises:
+        RosterError: the roster is unreadable or inconsistent.
+        CommandError: an agent target does not load, or a roster agent has no capabilities.
+    """
+    roster = Roster.load(args.roster)  # RosterError (a ValueError): reported as bad usage
+    declared: dict[str, list[str]] = {}
+    for agent in load_agents(getattr(args, "agents", None) or []):
+        declared.setdefault(agent.name, []).extend(c.id for c in agent.capabilities)
+    roster = roster.pinned(declared)
+    missing = roster.unpinned()
+    if missing:
+        names = ", ".join(missing)
+        raise CommandError(
+            f"roster agent{'s' if len(missing) > 1 else ''} {names} list{'' if len(missing) > 1 else 's'} "
+            "no capabilities: list what each may advertise in the roster (capabilities: [id, ...]) "
+            "or name its code with --agents module:attr",
+            status=2,
+        )
+    return roster
+
+
+def cmd_nats_config(args: argparse.Namespace) -> int:
+    """``a2a nats-config``: ``roster``, ``agents``, ``namespace``, ``client``, ``max_ttl``, ``out``."""
+    roster = pinned_roster(args)
+    text = render_authorization(roster, args.namespace, clients=args.client or CLIENTS, max_ttl=args.max_ttl)
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        print(text, end="")
+    return 0

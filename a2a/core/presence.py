@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -10,6 +11,7 @@ import anyio
 
 from bus.errors import Unavailable
 from discovery import LocalView, Registry
+from discovery.errors import RegistrationRefused
 
 from ..observability.telemetry import Telemetry
 from .hosting import AgentHost
@@ -52,6 +54,8 @@ class Presence:
         if self.registry is not None:
             try:
                 await self.registry.register(profile)
+            except RegistrationRefused as exc:
+                log.error("%s is not in the registry: %s (reachable by name only)", host.instance_id, exc)
             except Unavailable as exc:
                 log.warning("%s not registered yet (%s); heartbeats will retry", host.instance_id, exc)
 
@@ -91,7 +95,8 @@ class Presence:
                 missing = await registry.heartbeat([h.state() for h in self.hosts.values()])
                 for host in self.hosts.values():
                     if host.instance_id in missing and not host.stopping:
-                        await registry.register(host.profile())
+                        with contextlib.suppress(RegistrationRefused):  # logged when it was served
+                            await registry.register(host.profile())
                 if self._down:
                     log.warning("registry reachable again; heartbeats resumed")
                 self._down = False

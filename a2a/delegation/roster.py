@@ -22,11 +22,15 @@
         allow_sub_agent_calls: true
         can_invoke: [reader]
         tools: [read_file, write_file]
+        capabilities: [code.edit]   # what it may advertise in the registry (default: what its
+                                    # code declares, pinned by `a2a nats-config`/`redis-config`)
+        max_instances: 8            # live registry instances at once (default 32)
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,11 +38,15 @@ import msgspec
 import yaml
 
 from bus.wire import DEFAULT_MAX_DEPTH
+from discovery.limits import MAX_CAPABILITIES
+from discovery.profile import validate_capability_id
 
 __all__ = ["DENIED", "UNRESTRICTED", "AgentRules", "Mode", "Roster", "RosterError", "ToolRule"]
 
 Mode = Literal["read", "write"]
 DEFAULT_MAX_FAN_OUT = 3
+DEFAULT_MAX_INSTANCES = 32
+MAX_MAX_INSTANCES = 1_000_000
 
 
 class RosterError(ValueError):
@@ -65,6 +73,12 @@ class AgentRules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """Delegation depth limit for calls this agent makes (seed 000: 5, seed 002: 2)."""
     max_fan_out: int = DEFAULT_MAX_FAN_OUT
     """Concurrent delegates one handling of a request may have in flight."""
+    capabilities: tuple[str, ...] | None = None
+    """Capability ids the agent may advertise in the registry of a closed deployment; None
+    leaves them to its code, whose declared capabilities ``a2a nats-config`` and ``a2a
+    redis-config`` pin (``--agents module:attr``)."""
+    max_instances: int = DEFAULT_MAX_INSTANCES
+    """Live registry instances the agent may have at once in a closed deployment."""
 
     def may_invoke(self, target: str) -> bool:
         return "*" in self.can_invoke or target in self.can_invoke
@@ -123,8 +137,29 @@ class Roster(msgspec.Struct, frozen=True, kw_only=True):
         roster.check(source)
         return roster
 
+    def unpinned(self) -> list[str]:
+        """Listed agents whose capabilities the roster leaves to their code, sorted."""
+        return sorted(name for name, rules in self.agents.items() if rules.capabilities is None)
+
+    def pinned(self, declared: Mapping[str, Iterable[str]]) -> Roster:
+        """This roster with ``declared`` (agent -> capability ids its code declares) filling in
+        the capabilities of listed agents that leave them out; explicit lists stay as they are.
+
+        Raises:
+            RosterError: a declared capability id is invalid.
+        """
+        agents = dict(self.agents)
+        for name, rules in self.agents.items():
+            if rules.capabilities is None and name in declared:
+                caps = tuple(dict.fromkeys(declared[name]))
+                agents[name] = msgspec.structs.replace(rules, capabilities=caps)
+        roster = msgspec.structs.replace(self, agents=agents)
+        roster.check("declared capabilities")
+        return roster
+
     def check(self, source: str) -> None:
-        """Raise RosterError when a rule is inconsistent (a tool not declared, a write tool in read mode)."""
+        """Raise RosterError when a rule is inconsistent (a tool not declared, a write tool in
+        read mode, an invalid capability id, a limit out of range)."""
         for name, rules in [("defaults", self.defaults), *self.agents.items()]:
             for tool in rules.tools or ():
                 rule = self.tools.get(tool)
@@ -136,3 +171,16 @@ class Roster(msgspec.Struct, frozen=True, kw_only=True):
                     raise RosterError(f"{source}: {name} is a read agent but lists write tool {tool!r}")
             if rules.max_depth < 1 or rules.max_fan_out < 1:
                 raise RosterError(f"{source}: {name}: max_depth and max_fan_out must be at least 1")
+            if not 1 <= rules.max_instances <= MAX_MAX_INSTANCES:
+                raise RosterError(f"{source}: {name}: max_instances must be from 1 to {MAX_MAX_INSTANCES}")
+            _check_capabilities(source, name, rules.capabilities or ())
+
+
+def _check_capabilities(source: str, name: str, capabilities: tuple[str, ...]) -> None:
+    if len(capabilities) > MAX_CAPABILITIES:
+        raise RosterError(f"{source}: {name}: at most {MAX_CAPABILITIES} capabilities")
+    for cap in capabilities:
+        try:
+            validate_capability_id(cap)
+        except ValueError as exc:
+            raise RosterError(f"{source}: {name}: {exc}") from None

@@ -40,8 +40,9 @@ from tests.helpers import ROOT, AgentProcess
 DEPLOY = ROOT / "deploy"
 CONF = DEPLOY / "nats" / "cluster.conf"
 KNOWN_ENV = set(ENVIRONMENT) | set(OTEL_ENVIRONMENT) | {"A2A_LOG_LEVEL", "PYTHONUNBUFFERED"}
-USERS = ["planner", "reader", "writer", "reviewer", "scribe", "client", "gateway", "auditor", "admin"]
-REDIS_USERS = ["planner", "reader", "writer", "reviewer", "scribe", "client", "gateway", "admin"]
+CLIENTS = ["client", "gateway", "session", "console"]
+USERS = ["planner", "reader", "writer", "reviewer", "scribe", *CLIENTS, "auditor", "admin"]
+REDIS_USERS = ["planner", "reader", "writer", "reviewer", "scribe", *CLIENTS, "admin"]
 REDIS_PASSWORDS = {redis_password_variable(u) for u in REDIS_USERS}
 """Kubernetes containers hold their Redis password in one of these to build REDIS_URL from."""
 REDIS_AND_JAEGER = ("redis", "redis-functions", "jaeger")

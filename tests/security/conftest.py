@@ -17,13 +17,13 @@ import nats
 import pytest
 
 from a2a import Runtime, Settings
-from a2a.cli.nats_config import password_variable, render_authorization
+from a2a.cli.nats_config import CLIENTS, password_variable, render_authorization
 from a2a.delegation.roster import Roster
 from a2a.dev.servers import NatsServer
 
 ROSTER = Path(__file__).with_name("roster.yaml")
 NAMESPACE = "sec"
-USERS = ["planner", "writer", "reader", "client", "gateway", "auditor", "admin"]
+USERS = ["planner", "writer", "reader", *CLIENTS, "auditor", "admin"]
 
 
 def password(user: str) -> str:

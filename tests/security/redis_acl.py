@@ -6,13 +6,16 @@ Import the fixtures into a test module (``from tests.security.redis_acl import a
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from a2a.cli.nats_config import CLIENTS
 from a2a.cli.redis_config import load_functions, password_variable, render_acl
 from a2a.delegation.roster import Roster
 from a2a.dev.servers import RedisServer
@@ -21,8 +24,16 @@ from discovery import AgentCapability, AgentProfile, LocalView, Registry
 NAMESPACE = "sec"
 AGENTS = ("writer", "reader", "writer-bot")
 """``writer-bot`` starts with ``writer-``: its instance hashes must stay out of the writer's reach."""
-USERS = (*AGENTS, "client", "gateway", "admin")
-PASSWORDS = {password_variable(user): f"{user}-{uuid.uuid4().hex[:8]}" for user in USERS}
+USERS = (*AGENTS, *CLIENTS, "admin")
+"""Every user of the generated file: the agents', the clients' (``nats_config.CLIENTS``), the admin."""
+
+
+def passwords(users: Iterable[str]) -> dict[str, str]:
+    """A fresh password for each of ``users``, by the variable ``a2a redis-config`` reads."""
+    return {password_variable(user): f"{user}-{uuid.uuid4().hex[:8]}" for user in users}
+
+
+PASSWORDS = passwords(USERS)
 
 
 def instance(agent: str) -> str:
@@ -43,28 +54,41 @@ def profile(agent_id: str, caps: dict[str, float], *, name: str | None = None) -
 class AclServer:
     server: RedisServer
     namespace: str
+    passwords: dict[str, str] = field(default_factory=lambda: PASSWORDS)
 
     def url(self, user: str) -> str:
-        password = PASSWORDS[password_variable(user)]
+        password = self.passwords[password_variable(user)]
         return f"redis://{user}:{password}@{self.server.host}:{self.server.port}/0"
 
     def registry(self, user: str, **kwargs: Any) -> Registry:
         return Registry.from_url(self.url(user), namespace=self.namespace, heartbeat_interval=0.3, **kwargs)
 
 
-@pytest.fixture(scope="module")
-def acl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclServer]:
-    """redis-server with the ACL file generated for ``AGENTS`` in namespace ``NAMESPACE``.
+@contextmanager
+def running_acl(
+    folder: Path, agents: Iterable[str] = AGENTS, namespace: str = NAMESPACE
+) -> Iterator[AclServer]:
+    """redis-server with the ACL file generated for a roster of ``agents`` in ``namespace``.
 
-    The admin loads the registry's functions, as ``a2a redis-config --load`` does.
+    The admin loads the registry's functions, as ``a2a redis-config --load`` does (the
+    roster's grants are left out: any agent may advertise anything).
     """
-    roster = Roster.from_dict({"agents": {agent: {} for agent in AGENTS}})
-    acl = tmp_path_factory.mktemp("acl") / "users.acl"
-    acl.write_text(render_acl(roster, NAMESPACE, passwords=PASSWORDS))
+    agents = tuple(agents)
+    secrets = PASSWORDS if agents == AGENTS else passwords((*agents, *CLIENTS, "admin"))
+    roster = Roster.from_dict({"agents": {agent: {} for agent in agents}})
+    acl = folder / "users.acl"
+    acl.write_text(render_acl(roster, namespace, passwords=secrets))
     server = RedisServer(acl_file=acl)
     with server:
-        deployed = AclServer(server, NAMESPACE)
+        deployed = AclServer(server, namespace, secrets)
         anyio.run(load_functions, deployed.url("admin"))
+        yield deployed
+
+
+@pytest.fixture(scope="module")
+def acl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclServer]:
+    """redis-server with the ACL file generated for ``AGENTS`` (:func:`running_acl`)."""
+    with running_acl(tmp_path_factory.mktemp("acl")) as deployed:
         yield deployed
 
 

@@ -167,6 +167,22 @@ FILES = [
         "Not a directory",
     ),
     Case("schemas-out-is-a-file", ("schemas", "--out", "@a_file@"), 1, "File exists"),
+    # A roster agent whose capabilities neither the roster nor its code (--agents) gives.
+    Case("nats-config-unpinned", ("nats-config", "--roster", "@unpinned_roster@"), 2, "reader lists no"),
+    Case(
+        "redis-config-unpinned",
+        ("redis-config", "--roster", "@unpinned_roster@", "--agents", "tests.agents:echo"),
+        2,
+        "or name its code with --agents module:attr",
+    ),
+    Case(
+        "redis-config-agents-missing",
+        ("redis-config", "--roster", "tests/security/roster.yaml", "--agents", "no_such_module:x"),
+        2,
+        "cannot import 'no_such_module'",
+    ),
+    Case("roster-bad-capability", ("nats-config", "--roster", "@bad_cap_roster@"), 2, "invalid capability"),
+    Case("roster-no-instances", ("redis-config", "--roster", "@no_instances_roster@"), 2, "max_instances"),
 ]
 
 SERVERS = [
@@ -236,6 +252,10 @@ INLINE = {
     "nats-config-roster-missing",
     "nats-config-roster-toml",
     "schemas-out-is-a-file",
+    "redis-config-unpinned",
+    "redis-config-agents-missing",
+    "roster-bad-capability",
+    "roster-no-instances",
     "redis-closed-history",
     "history-unknown",
 }
@@ -258,6 +278,9 @@ def places(
     (tmp / "bad.yaml").write_text("agents: {x: {mode: bogus}}\n")
     (tmp / "garbage.yaml").write_text(": : :\n  - [")
     (tmp / "bad.toml").write_text("x = \n")
+    (tmp / "unpinned.yaml").write_text("agents: {reader: {}, writer: {capabilities: [code.edit]}}\n")
+    (tmp / "bad_cap.yaml").write_text("agents: {reader: {capabilities: ['code read']}}\n")
+    (tmp / "no_instances.yaml").write_text("agents: {reader: {capabilities: [], max_instances: 0}}\n")
     (tmp / "file").write_text("not a directory\n")
     (tmp / "modules").mkdir()
     (tmp / "modules" / "raising_module.py").write_text('raise RuntimeError("broken at import")\n')
@@ -267,6 +290,9 @@ def places(
             "bad_roster": str(tmp / "bad.yaml"),
             "garbage_roster": str(tmp / "garbage.yaml"),
             "bad_toml": str(tmp / "bad.toml"),
+            "unpinned_roster": str(tmp / "unpinned.yaml"),
+            "bad_cap_roster": str(tmp / "bad_cap.yaml"),
+            "no_instances_roster": str(tmp / "no_instances.yaml"),
             "a_file": str(tmp / "file"),
             "modules": str(tmp / "modules"),
             "nats": nats_url,

@@ -78,6 +78,9 @@ def test_yaml_and_toml_rosters_load_with_seed_defaults(policy: Policy, tmp_path:
             "read agent but lists write tool",
         ),
         ("agents: {a: {max_fan_out: 0}}", "at least 1"),
+        ("agents: {a: {capabilities: ['code review']}}", "invalid capability id"),
+        ("agents: {a: {capabilities: code.read}}", "capabilities"),
+        ("agents: {a: {max_instances: 0}}", "max_instances must be from 1"),
         ("surprise: 1", "expected a mapping"),
         ("agents: [", "cannot read roster"),
     ],
@@ -87,6 +90,23 @@ def test_bad_rosters_are_rejected_with_a_clear_error(tmp_path: Path, text: str, 
     path.write_text(text)
     with pytest.raises(RosterError, match=message):
         Roster.load(path)
+
+
+def test_capabilities_left_out_are_pinned_from_what_the_code_declares() -> None:
+    roster = Roster.from_dict(
+        {
+            "defaults": {"max_instances": 4},
+            "agents": {"reader": {"capabilities": ["code.read"]}, "writer": {}, "scribe": {}},
+        }
+    )
+    assert roster.unpinned() == ["scribe", "writer"]
+    assert roster.rules("reader").max_instances == 4
+    pinned = roster.pinned({"writer": ["code.edit", "code.edit"], "reader": ["code.search"], "other": ["x"]})
+    assert pinned.rules("writer").capabilities == ("code.edit",)
+    assert pinned.rules("reader").capabilities == ("code.read",)  # the roster's own list stays
+    assert pinned.unpinned() == ["scribe"] and "other" not in pinned.agents
+    with pytest.raises(RosterError, match="invalid capability id"):
+        roster.pinned({"writer": ["not an id"]})
 
 
 def test_caller_side_checks(policy: Policy) -> None:

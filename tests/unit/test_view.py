@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from discovery import AgentCapability, AgentProfile, LocalView, Registry, ViewEntry, match_score
-from discovery._refetch import Refetch
+from discovery._refetch import ReadBudget, Refetch
 
 STATUSES = ["available", "available", "busy", "offline"]
 
@@ -216,3 +216,16 @@ def test_one_instance_is_read_back_at_most_once_per_interval() -> None:
     assert not refetch.allow("a-1")  # the due read counts as a read
     now[0] = 2.5
     assert refetch.allow("a-1") and refetch.allow("b-1")
+
+
+def test_reads_for_events_are_bounded_per_window_and_a_flood_ends_in_one_resync() -> None:
+    now = [0.0]
+    budget = ReadBudget(10.0, floor=100, clock=lambda: now[0])
+    assert all(budget.take(entries=50) for _ in range(100))
+    assert not any(budget.take(entries=50) for _ in range(10_000))  # a flood of distinct ids
+    assert not budget.resync_due()  # the window is not over
+    now[0] = 10.0
+    assert budget.resync_due() and not budget.resync_due()  # one snapshot per window ran over
+    assert budget.take(entries=50)  # a new window
+    assert all(budget.take(entries=500) for _ in range(499))  # a large view reads as many as it holds
+    assert not budget.take(entries=500)

@@ -1,0 +1,138 @@
+"""Calling the registry's function library, and checking every entry that comes back."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Awaitable, Sequence
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.client import NEVER_DECODE
+
+from bus.rejects import Rejects
+
+from ._grants import MAX_GRANTS, Grants, parse_grants
+from ._library import call_with_library
+from ._records import RegistryKeys
+from ._scripts import FUNCTIONS
+from ._validate import FIELDS, Invalid, parse_instance
+from .errors import redis_errors
+from .profile import AgentProfile
+
+__all__ = ["GRANTS_REFRESH", "LibraryCalls"]
+
+log = logging.getLogger("a2a.discovery.registry")
+
+_WARN_EVERY = 10.0
+GRANTS_REFRESH = 10.0
+"""Seconds a registry goes on with the roster's grants it read before reading them again."""
+
+
+class LibraryCalls:
+    """The registry's round trips (pipelined FCALLs, FCALL_RO reads) and the validation of
+    their answers: nothing read back is trusted (``discovery._validate``), and an instance
+    whose agent may not advertise what it does (``discovery._grants``) is skipped too; both
+    are counted in :attr:`rejected`."""
+
+    def __init__(self, redis: aioredis.Redis, keys: RegistryKeys) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.rejects = Rejects(log, "registry entry")
+        self._warned = -math.inf
+        self._grants = Grants()
+        self._grants_read = -math.inf
+
+    @property
+    def rejected(self) -> int:
+        """Invalid entries skipped so far."""
+        return self.rejects.total
+
+    @property
+    def granted(self) -> Grants:
+        """The roster's grants as last read by :meth:`grants` (no I/O)."""
+        return self._grants
+
+    async def grants(self) -> Grants:
+        """What the roster lets each agent advertise (``discovery._grants``), read again every
+        ``GRANTS_REFRESH`` seconds; an open deployment has none."""
+        if time.monotonic() - self._grants_read >= GRANTS_REFRESH:
+            with redis_errors("reading the roster's grants"):
+                size = await self.redis.hlen(self.keys.grants)
+                raw: dict[Any, Any] = {}
+                if 0 < size <= MAX_GRANTS:
+                    raw = await self.redis.execute_command(  # type: ignore[no-untyped-call]
+                        "HGETALL", self.keys.grants, **{NEVER_DECODE: True}
+                    )
+                elif size:
+                    raw = {"*": b""}  # too many to read: nothing is granted
+            self._grants = parse_grants(raw)
+            self._grants_read = time.monotonic()
+            for agent in self._grants.invalid:
+                self.rejects(
+                    "grant", f"the roster's grant of {agent!r} does not decode: it is granted nothing"
+                )
+        return self._grants
+
+    # -- calling the library ---------------------------------------------------------
+
+    async def _pipelined(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Send ``commands`` (FCALLs of the library, PEXPIREs) in one pipelined round trip."""
+
+        async def run() -> list[Any]:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for command in commands:
+                    pipe.execute_command(*command)
+                return await pipe.execute()
+
+        return await call_with_library(self.redis, run)
+
+    async def _read(self, op: str, keys: list[str], args: list[Any]) -> Any:
+        """FCALL_RO the read-only function of ``op``; the reply undecoded (bytes).
+
+        FCALL_RO: Redis refuses any write from it, and ACL users with read-only rights
+        on the keys (clients) may run it.
+        """
+
+        def run() -> Awaitable[Any]:
+            return self.redis.execute_command(  # type: ignore[no-untyped-call]
+                "FCALL_RO", FUNCTIONS[op], len(keys), *keys, *args, **{NEVER_DECODE: True}
+            )
+
+        return await call_with_library(self.redis, run)
+
+    # -- reading foreign bytes -------------------------------------------------------
+
+    def _warn_bounded(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self._warned >= _WARN_EVERY:
+            self._warned = now
+            log.warning("%s", message)
+
+    def _profiles(self, flat: object) -> list[AgentProfile]:
+        """Valid profiles of a flat answer: id, then its ``FIELDS`` fields, for each instance."""
+        if not isinstance(flat, list):
+            self.rejects("reply", f"expected a list, got {type(flat).__name__}")
+            return []
+        profiles = []
+        for i in range(0, len(flat) - FIELDS, FIELDS + 1):
+            profile = self._parse(flat[i], flat[i + 1 : i + 1 + FIELDS])
+            if profile is not None:
+                profiles.append(profile)
+        return profiles
+
+    def _parse(
+        self, agent_id: str | bytes | None, fields: Sequence[str | bytes | int | None]
+    ) -> AgentProfile | None:
+        try:
+            profile = parse_instance(agent_id, fields)
+        except Invalid as exc:
+            self.rejects(exc.kind, exc)
+            return None
+        if not self._grants.allows(profile):
+            self.rejects(
+                "grant", f"{profile.agent_id} advertises capabilities the roster does not grant its agent"
+            )
+            return None
+        return profile
