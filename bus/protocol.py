@@ -49,11 +49,11 @@ process and plain NATS requesters are never checked.
 
 What a callee publishes on a reply subject is counted. Under the generated permissions
 (``a2a nats-config``) the server lets the receiver of a request publish MAX_RESPONSES
-messages on its reply subject: its ack, its reply and one more. A call that already spent
-that spare (a second ack, a progress update) never carries ``A2A-Probe: caller``; when no
-held call of a quiet runtime can carry it, silence alone stops them. A callee whose server
-proves senders (``strict``) also drops a progress update after which the reply would no
-longer fit.
+messages on its reply subject: its ack, its reply, and between them caller checks and
+progress updates. A call with no room left besides its reply never carries ``A2A-Probe:
+caller``; when no held call of a quiet runtime can carry it, silence alone stops them. A
+callee whose server proves senders (``strict``) also drops a progress update after which
+the reply would no longer fit (counted).
 
 Replies may travel together. A caller that sets ``metadata.batchReplies`` on its requests
 accepts a reply batch: one message, on the reply subject of one of the calls it answers,
@@ -134,9 +134,9 @@ PROBE_IDS = 256
 """Correlation ids one ``A2A-Probe: calls`` names at most (more go in several probes)."""
 CALLER_QUIET = 2.0
 """A callee checks a calling runtime it has not heard a probe from for this long."""
-MAX_RESPONSES = 3
+MAX_RESPONSES = 64
 """Messages a callee may publish on one call's reply subject under generated permissions
-(``a2a nats-config``): its ack, its reply and a spare."""
+(``a2a nats-config``): its ack, its reply, a caller check and progress updates."""
 SWEEP_EVERY = 0.05
 """How often a callee checks its held calls for acks and deadlines. The caller keeps the
 exact deadline; the callee stops work within this much of it."""

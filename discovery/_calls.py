@@ -9,12 +9,13 @@ from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
+import redis.exceptions
 from redis.client import NEVER_DECODE
 
 from bus.rejects import Rejects
 
 from ._grants import MAX_GRANTS, Grants, parse_grants
-from ._library import call_with_library
+from ._library import call_with_library, is_missing
 from ._records import RegistryKeys
 from ._scripts import FUNCTIONS
 from ._validate import FIELDS, Invalid, parse_instance
@@ -28,6 +29,9 @@ log = logging.getLogger("a2a.discovery.registry")
 _WARN_EVERY = 10.0
 GRANTS_REFRESH = 10.0
 """Seconds a registry goes on with the roster's grants it read before reading them again."""
+GRANTS_RECHECK = 1.0
+"""After an entry was refused for its grant, the grants are read again this soon (they may
+have just been widened)."""
 
 
 class LibraryCalls:
@@ -43,6 +47,7 @@ class LibraryCalls:
         self._warned = -math.inf
         self._grants = Grants()
         self._grants_read = -math.inf
+        self._grants_doubted = False
 
     @property
     def rejected(self) -> int:
@@ -56,8 +61,11 @@ class LibraryCalls:
 
     async def grants(self) -> Grants:
         """What the roster lets each agent advertise (``discovery._grants``), read again every
-        ``GRANTS_REFRESH`` seconds; an open deployment has none."""
-        if time.monotonic() - self._grants_read >= GRANTS_REFRESH:
+        ``GRANTS_REFRESH`` seconds (``GRANTS_RECHECK`` after an entry was refused for its
+        grant); an open deployment has none. The object stays the same while they do not
+        change, so a reader can tell a change by identity."""
+        age = time.monotonic() - self._grants_read
+        if age >= GRANTS_REFRESH or (self._grants_doubted and age >= GRANTS_RECHECK):
             with redis_errors("reading the roster's grants"):
                 size = await self.redis.hlen(self.keys.grants)
                 raw: dict[Any, Any] = {}
@@ -67,9 +75,12 @@ class LibraryCalls:
                     )
                 elif size:
                     raw = {"*": b""}  # too many to read: nothing is granted
-            self._grants = parse_grants(raw)
-            self._grants_read = time.monotonic()
-            for agent in self._grants.invalid:
+            fresh = parse_grants(raw)
+            self._grants_read, self._grants_doubted = time.monotonic(), False
+            if fresh == self._grants:
+                return self._grants
+            self._grants = fresh
+            for agent in fresh.invalid:
                 self.rejects(
                     "grant", f"the roster's grant of {agent!r} does not decode: it is granted nothing"
                 )
@@ -77,14 +88,24 @@ class LibraryCalls:
 
     # -- calling the library ---------------------------------------------------------
 
-    async def _pipelined(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
-        """Send ``commands`` (FCALLs of the library, PEXPIREs) in one pipelined round trip."""
+    async def _pipelined(
+        self, commands: Sequence[tuple[Any, ...]], *, raise_on_error: bool = True
+    ) -> list[Any]:
+        """Send ``commands`` (FCALLs of the library, PEXPIREs) in one pipelined round trip.
+
+        ``raise_on_error=False``: a command's error is its reply (except a missing library,
+        which is loaded, and the commands sent again).
+        """
 
         async def run() -> list[Any]:
             async with self.redis.pipeline(transaction=False) as pipe:
                 for command in commands:
                     pipe.execute_command(*command)
-                return await pipe.execute()
+                replies: list[Any] = await pipe.execute(raise_on_error=raise_on_error)
+            for reply in replies:
+                if isinstance(reply, redis.exceptions.ResponseError) and is_missing(reply):
+                    raise reply
+            return replies
 
         return await call_with_library(self.redis, run)
 
@@ -131,6 +152,7 @@ class LibraryCalls:
             self.rejects(exc.kind, exc)
             return None
         if not self._grants.allows(profile):
+            self._grants_doubted = True
             self.rejects(
                 "grant", f"{profile.agent_id} advertises capabilities the roster does not grant its agent"
             )

@@ -18,9 +18,9 @@ from redis.asyncio.cluster import RedisCluster
 
 from bus.errors import Unavailable
 
-from ._scripts import LIBRARY, SOURCE
+from ._scripts import LIBRARY, RETIRED, SOURCE
 
-__all__ = ["LIBRARY", "call_with_library", "load_library"]
+__all__ = ["LIBRARY", "call_with_library", "is_missing", "load_library"]
 
 log = logging.getLogger("a2a.discovery.registry")
 
@@ -38,7 +38,16 @@ async def load_library(client: aioredis.Redis | RedisCluster, **options: Any) ->
         Unavailable: this user may not load functions, or the server has none (before Redis 7).
     """
     try:
+        if isinstance(client, RedisCluster) and options.get("target_nodes") == RedisCluster.PRIMARIES:
+            # By the nodes themselves: redis-py routes only the first of several FUNCTION
+            # commands by the flag.
+            await client.initialize()
+            options = {**options, "target_nodes": client.get_primaries()}
         await client.execute_command("FUNCTION", "LOAD", "REPLACE", SOURCE, **options)
+        for retired in RETIRED:
+            # Older layouts do not check what the roster grants: their functions now refuse
+            # (runtimes of a namespace upgrade together).
+            await client.execute_command("FUNCTION", "LOAD", "REPLACE", retired, **options)
     except redis.exceptions.NoPermissionError:
         raise Unavailable(
             f"the registry's Redis functions ({LIBRARY}) are not loaded and this Redis user may not "
@@ -51,7 +60,8 @@ async def load_library(client: aioredis.Redis | RedisCluster, **options: Any) ->
     log.info("loaded the registry's Redis functions (%s)", LIBRARY)
 
 
-def _missing(exc: redis.exceptions.ResponseError) -> bool:
+def is_missing(exc: redis.exceptions.ResponseError) -> bool:
+    """Whether the error says the library's functions are not loaded."""
     return "function not found" in str(exc).lower()
 
 
@@ -60,7 +70,7 @@ async def call_with_library(client: aioredis.Redis, run: Callable[[], Awaitable[
     try:
         return await run()
     except redis.exceptions.ResponseError as exc:
-        if not _missing(exc):
+        if not is_missing(exc):
             raise
     await load_library(client)
     return await run()

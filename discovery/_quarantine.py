@@ -36,6 +36,10 @@ class Quarantine:
             return False
         return self.clock() < until
 
+    def waiting(self, agent_id: str) -> bool:
+        """Whether ``agent_id`` was added and :meth:`expire` has not returned it yet."""
+        return agent_id in self._until
+
     def expire(self) -> list[str]:
         """Forget the ids whose time is up, and return them (to be read back: they may live)."""
         now = self.clock()

@@ -55,7 +55,7 @@ from importlib import resources
 
 from .limits import MAX_CAPABILITIES, MAX_FIELD_BYTES, MAX_INSTANCES, MAX_PROFILE_BYTES
 
-__all__ = ["FUNCTIONS", "LIBRARY", "LOAD_STEP", "MAX_BEATS", "MAX_PAGE", "MAX_QUERY", "SOURCE"]
+__all__ = ["FUNCTIONS", "LIBRARY", "LOAD_STEP", "MAX_BEATS", "MAX_PAGE", "MAX_QUERY", "RETIRED", "SOURCE"]
 
 LIBRARY = "a2a_registry_v4"
 _FN = "a2a_v4_"
@@ -105,3 +105,23 @@ SOURCE = (
     .replace("@MAX_INSTANCES@", str(MAX_INSTANCES))
 )
 """The library's Lua source, as FUNCTION LOAD takes it."""
+
+
+def _retired(version: int) -> str:
+    """A library of an earlier layout whose every function refuses, naming the upgrade."""
+    message = f"ERR the a2a_registry_v{version} functions are retired: upgrade this runtime ({LIBRARY})"
+    lines = [
+        f"#!lua name=a2a_registry_v{version}",
+        f"local function retired() return redis.error_reply('{message}') end",
+    ]
+    for op in FUNCTIONS:
+        flags = ", flags = {'no-writes'}" if op in ("find_best", "list", "find_all", "get") else ""
+        lines.append(
+            f"redis.register_function{{function_name = 'a2a_v{version}_{op}', callback = retired{flags}}}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+RETIRED = (_retired(2), _retired(3))
+"""Earlier layouts, loaded over with functions that refuse: they did not check what the roster
+grants, so nobody may call them once this one is loaded."""

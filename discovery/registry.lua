@@ -11,6 +11,7 @@ local SWEEP_BUDGET = 1024       -- index removals one SWEEP or EXPIRE makes at m
 local MAX_BEATS = @MAX_BEATS@          -- instances one BEAT refreshes at most
 local LOAD_STEP = @LOAD_STEP@           -- a load change under this share of capacity publishes nothing
 local MAX_INSTANCES = @MAX_INSTANCES@   -- live instances of one agent, when its grant names no maximum
+local PRUNE = 64                        -- expired entries of an agent's instance set one REGISTER removes
 local FIELDS = {'profile', 'status', 'load', 'capacity', 'lastSeen', 'trust'}
 local OVERSIZE = {false, false, false, false, false}  -- the fields after an oversized entry's size
 
@@ -211,9 +212,12 @@ local function register(keys, args)
       return redis.error_reply('ERR refused: the roster does not let agent ' .. agent .. ' advertise '
         .. string.sub(cap, 1, 100))
     end
+    -- Its live instances are counted in a set only it writes (a bounded prune, an O(log n) count).
     local mine = prefix .. 'insts:' .. agent
-    write('ZREMRANGEBYSCORE', mine, '-inf', now)
-    if not read('ZSCORE', mine, id) and (read('ZCARD', mine) or 0) >= grant.max then
+    local stale = read('ZRANGEBYSCORE', mine, '-inf', now, 'LIMIT', 0, PRUNE) or {}
+    if #stale > 0 then write('ZREM', mine, unpack(stale)) end
+    local live = read('ZCOUNT', mine, '(' .. now, '+inf') or 0
+    if not read('ZSCORE', mine, id) and live >= grant.max then
       return redis.error_reply('ERR refused: agent ' .. agent .. ' already runs ' .. grant.max
         .. ' instances, the most its roster entry allows')
     end
@@ -249,7 +253,10 @@ end
 -- value from publishing every beat). Views hear nothing from an unchanged instance: they
 -- learn of its death from the down event EXPIRE publishes when its expiry passes.
 -- It also puts the id back in the instances set and its capsof record, which anyone may
--- edit, so listings and the sweeper's announcements are restored within VERIFY_EVERY beats.
+-- edit, so listings and the sweeper's announcements are restored within VERIFY_EVERY beats
+-- (an id put back is announced as a reg event: views loaded meanwhile lack it). With
+-- grants, an instance advertising what its agent's grant no longer allows is reported
+-- unknown (it re-registers, and is refused).
 -- KEYS: inst hash, instances set, capsof hash
 -- ARGV: prefix, id, ttl_ms, status, load, capacity, name, fingerprint, trust
 -- Returns 0 when the instance is unknown (expired, or the server lost its data) or its
@@ -285,7 +292,7 @@ local function heartbeat(keys, args)
   if trust == '' then redis.call('HDEL', key, 'trust') else redis.call('HSET', key, 'trust', trust) end
   redis.call('PEXPIRE', key, tonumber(args[3]))
   write('ZADD', prefix .. 'expiry', now + tonumber(args[3]), id)
-  write('SADD', keys[2], id)
+  local relisted = write('SADD', keys[2], id) == 1  -- someone took it out of the listing
   write('HSET', keys[3], id, raw)
   for cap, prof in pairs(caps) do
     local score = tonumber(prof)
@@ -298,12 +305,16 @@ local function heartbeat(keys, args)
   if changed then
     redis.call('PUBLISH', prefix .. 'events', cjson.encode({e = 'st', id = id, status = status,
       load = load, capacity = capacity, ts = now, trust = tonumber(trust)}))
+  elseif relisted then  -- views that loaded a snapshot since then lack it: they read it back
+    redis.call('PUBLISH', prefix .. 'events', cjson.encode({e = 'reg', id = id}))
   end
   return 1
 end
 
 -- The beats between full heartbeats, for many instances in one call: each hash's expiry
--- is pushed back ttl_ms and so is its entry in the expiry set. Nothing is published.
+-- is pushed back ttl_ms and so is its entry in the expiry set (and, with grants, in its
+-- agent's instance set; an instance of an agent without a grant is reported lost, so it
+-- re-registers and is refused). Nothing is published.
 -- KEYS: inst hashes (at most MAX_BEATS)
 -- ARGV: prefix, ttl_ms
 -- Returns the positions (from 1) of the keys that are gone, or are no instance hash of
@@ -314,18 +325,27 @@ local function beat(keys, args)
   if not ttl or ttl < 1 then return redis.error_reply('ERR ttl_ms must be positive') end
   local at, head = now_ms() + ttl, prefix .. 'inst:'
   local lost, scores = {}, {}
-  local counted = read('EXISTS', prefix .. 'grants') == 1  -- instances per agent are counted
+  local grants = grants_of(prefix)
+  local mine = {}  -- with grants: agent -> {at, id, at, id, ...} for its instance set
   for i, key in ipairs(keys) do
     local id = string.sub(key, #head + 1)
-    if string.sub(key, 1, #head) == head and #id <= MAX_ID and redis.call('PEXPIRE', key, ttl) == 1 then
+    local agent = agent_of(id)
+    if string.sub(key, 1, #head) == head and #id <= MAX_ID and (not grants or grants(agent))
+        and redis.call('PEXPIRE', key, ttl) == 1 then
       scores[#scores + 1] = at
       scores[#scores + 1] = id
-      if counted then write('ZADD', prefix .. 'insts:' .. agent_of(id), at, id) end
+      if grants then
+        local list = mine[agent] or {}
+        list[#list + 1] = at
+        list[#list + 1] = id
+        mine[agent] = list
+      end
     else
       lost[#lost + 1] = i
     end
   end
   if #scores > 0 then write('ZADD', prefix .. 'expiry', unpack(scores)) end
+  for agent, list in pairs(mine) do write('ZADD', prefix .. 'insts:' .. agent, unpack(list)) end
   return lost
 end
 
@@ -422,7 +442,8 @@ end
 -- trust, discovery.scoring), and stop once the best score found is at least the best
 -- any unseen instance could reach (the mean of the last scores read: trust is at most
 -- 1), or after MAX_SEEN instances (sets full of entries without a live instance: the
--- best so far, flagged). Instances trusted less than the floor are skipped, and so are
+-- best so far, flagged). With grants, a capability asked for that the instance's agent may
+-- not advertise counts as missing from it. Instances trusted less than the floor are skipped, and so are
 -- those with an invalid trust field (counted). Ties go to the lower load / capacity. It
 -- only reads (ids whose hash expired are skipped; SWEEP prunes them).
 -- KEYS: instances set
@@ -439,8 +460,6 @@ local function find_best(keys, args)
   local seen, count, invalid = {}, 0, 0
   local best, best_score, best_load = nil, 0, 0
   local grants = grants_of(prefix)
-  local asked = {}
-  for i = 1, n do asked[args[i + 2]] = true end
   local depth, batch, truncated = 0, 16, 0
   while true do
     local threshold, more = 0, false
@@ -457,13 +476,15 @@ local function find_best(keys, args)
           seen[id] = true
           count = count + 1
           local st = read('HMGET', prefix .. 'inst:' .. id, 'status', 'load', 'capacity', 'trust')
-          if st and grants and ungranted(grants(agent_of(id)), asked) then st = false end
+          local grant = grants and grants(agent_of(id))
           local trust = st and trust_of(st[4])
           if st and st[1] == 'available' and not trust then invalid = invalid + 1 end
           if st and st[1] == 'available' and trust and trust >= floor then
             local total = 0
             for k = 1, n do
-              local s = read('ZSCORE', prefix .. 'cap:' .. args[k + 2], id)
+              -- A capability its agent may not advertise counts as missing.
+              local s = (not grants or (grant and grant.caps[args[k + 2]]))
+                and read('ZSCORE', prefix .. 'cap:' .. args[k + 2], id)
               if s then total = total + (tonumber(s) or 0) end
             end
             local score = total / n * trust

@@ -135,8 +135,14 @@ class Registry(LibraryCalls):
         await self.register_many([profile])
 
     async def register_many(self, profiles: Sequence[AgentProfile]) -> None:
-        """Add or replace instances in one pipelined round trip (EntryTooLarge as :meth:`register`)."""
+        """Add or replace instances in one pipelined round trip (EntryTooLarge as :meth:`register`).
+
+        Raises:
+            discovery.errors.RegistrationRefused: the roster does not let an instance's agent
+                advertise what it declares, or run one more instance (the others are written).
+        """
         calls = []
+        written: list[str] = []
         for profile in profiles:
             check_limits(profile)
             static = msgspec.structs.replace(
@@ -149,9 +155,20 @@ class Registry(LibraryCalls):
             args = [self.keys.prefix, profile.agent_id, self._ttl_ms, profile.name, profile.status]
             args += [profile.load, profile.capacity, profile_json, caps_json, trust_arg(profile.trust)]
             calls.append(("FCALL", FUNCTIONS["register"], len(keys), *keys, *args))
-            self._beats.remember(profile, profile_json + caps_json, trust_arg(profile.trust))
+            written.append(profile_json + caps_json)
         with redis_errors("register"):
-            await self._pipelined(calls)
+            replies = await self._pipelined(calls, raise_on_error=False)
+            # Only what Redis took is remembered: a refused instance beats in full (and is
+            # refused again), never by bare expiry pushes that would keep an old hash alive.
+            refused = None
+            for profile, text, reply in zip(profiles, written, replies, strict=True):
+                if isinstance(reply, Exception):
+                    refused = refused or reply
+                    self._beats.forget(profile.agent_id)
+                else:
+                    self._beats.remember(profile, text, trust_arg(profile.trust))
+            if refused is not None:
+                raise refused
 
     async def heartbeat(self, states: Sequence[InstanceState]) -> list[str]:
         """Refresh instances in one pipelined round trip.

@@ -56,6 +56,8 @@ __all__ = ["TIE_WINDOW", "LocalView", "ViewEntry"]
 
 log = logging.getLogger("a2a.discovery.view")
 
+MAX_WAITING = 256
+"""Instances of one agent a view remembers having refused for its instance count."""
 SWEEP_EVERY = 60.0
 """Least time, in seconds, between the sweeper's passes over the whole ``instances`` set."""
 
@@ -87,7 +89,11 @@ class LocalView(RankedEntries):
         self._refetch = Refetch(registry.heartbeat_interval)
         self._recheck = Quarantine(registry.heartbeat_interval, limit=10_000_000)  # bounded by entries
         """Entries whose load an event changed, read back one interval later."""
-        self._budget = ReadBudget(10 * registry.heartbeat_interval)
+        self._budget = ReadBudget(registry.heartbeat_interval)
+        self._over_cap: dict[str, dict[str, None]] = {}
+        """Agent -> instances refused because it had as many as its grant allows: read back
+        when one of its entries goes (at most ``MAX_WAITING`` per agent)."""
+        self._grants_seen = registry.granted
 
     @property
     def rejected(self) -> int:
@@ -107,9 +113,18 @@ class LocalView(RankedEntries):
         self.remove(agent_id)
         self._quarantine.add(agent_id)
 
+    def remove(self, agent_id: str) -> None:
+        entry = self._entries.get(agent_id)
+        super().remove(agent_id)
+        if entry is not None:
+            for waiting in self._over_cap.pop(entry.profile.name, {}):
+                self._recheck.add(waiting)  # a place is free: read back within an interval
+
     def replace_all(self, profiles: Sequence[AgentProfile]) -> None:
         """Forget every entry and load these (a snapshot of the registry)."""
         self.clear()
+        self._over_cap.clear()
+        self._grants_seen = self.registry.granted
         for profile in profiles:
             if profile.agent_id not in self._quarantine:
                 self._admit(profile)
@@ -126,6 +141,9 @@ class LocalView(RankedEntries):
             self.rejects(
                 "instances", f"{profile.agent_id}: agent {profile.name} has {limit} instances already"
             )
+            waiting = self._over_cap.setdefault(profile.name, {})
+            if len(waiting) < MAX_WAITING:
+                waiting[profile.agent_id] = None
             return
         self.upsert(profile)
 
@@ -140,12 +158,18 @@ class LocalView(RankedEntries):
             tg.start_soon(self._sweep)
             task_status.started()
             backoff = 0.1
+            refused = False
             while True:
                 try:
                     await self._follow()
                 except (Unavailable, redis.exceptions.RedisError, OSError) as exc:
                     if self.connected:
                         log.warning("registry events lost (%s); routing from the last known view", exc)
+                    elif isinstance(exc, Unavailable) and _denied(exc) and not refused:
+                        refused = True  # a configuration error: said once, loudly
+                        log.warning(
+                            "this Redis user may not follow the registry (%s): regenerate its ACL", exc
+                        )
                     else:
                         log.debug("registry still unreachable: %s", exc)
                     self.connected = False
@@ -167,8 +191,11 @@ class LocalView(RankedEntries):
                     await self._apply_safely(msg.get("data"))
                 due = self._refetch.due() + self._quarantine.expire() + self._unconfirmed.expire()
                 for agent_id in due + self._recheck.expire():
-                    await self._fetch(agent_id)
-                if self._budget.resync_due():
+                    if self._budget.take(len(self._entries)):  # else the resync covers it
+                        await self._fetch(agent_id)
+                # The roster's grants changed (an admin reloaded them), or events asked for more
+                # reads than the budget: a snapshot, read under the grants as they are now.
+                if await self.registry.grants() is not self._grants_seen or self._budget.resync_due():
                     self._resync(await self.registry.list_agents())
                     self.resyncs += 1
         finally:
@@ -207,7 +234,7 @@ class LocalView(RankedEntries):
             if entry is not None and _load_only(entry.profile, event):
                 # Load breaks ties only: applied now, checked one interval later.
                 entry.profile.load = event.load or 0
-                if event.id not in self._recheck:
+                if not self._recheck.waiting(event.id):  # a flood does not postpone it
                     self._recheck.add(event.id)
                 return
             # Status, capacity or trust: believed only as read back (a forged one costs a read).
@@ -236,7 +263,7 @@ class LocalView(RankedEntries):
         if self._budget.take(len(self._entries)):
             await self._fetch(agent_id)
         else:
-            self.rejects("flood", "more events than a view reads back per window: a resync follows")
+            self.rejects("flood", "more events than a view reads back per interval: a resync follows")
 
     async def _fetch(self, agent_id: str) -> None:
         """Read one instance back (validated by the registry): its entry is what Redis holds, or none."""

@@ -11,8 +11,8 @@ an audit reader for operators, and an admin. What the server then enforces:
 * an agent publishes requests only to the agents its roster entry may invoke; any other
   publish is refused, and the runtime turns the refusal into PERMISSION_DENIED at once;
 * nobody may publish on reply subjects: only the user that received a request may
-  answer it (``allow_responses``: the acknowledgement and the reply, until the call's
-  longest deadline);
+  answer it (``allow_responses``: ``bus.protocol.MAX_RESPONSES`` messages, its ack,
+  progress updates and the reply, until the call's longest deadline);
 * an agent receives only its own requests, cancels and replies, and publishes audit
   records only on its own audit subject; the audit stream is out of agents' reach
   (only the audit reader and the admin manage it, clients and the audit reader read it);

@@ -121,9 +121,9 @@ _REGISTRY_WRITES = (
     "srem",
     "zadd",
     "zrem",
-    "zcard",
-    "zremrangebyscore",
+    "zcount",
 )
+"""Registrations also prune and count the agent's own instance set (ZRANGEBYSCORE, ZREM, ZCOUNT)."""
 _SWEEPER = ("zrange", "zrangebyscore", "get", "set")
 """The sweeper (any agent's runtime, one at a time) reads the expiry set and holds its lease."""
 _HISTORY = (
@@ -366,8 +366,8 @@ def _load(url: str | None, namespace: str, roster: Roster) -> None:
         raise CommandError(f"REDIS_URL: {exc}", status=2) from None
 
     async def load() -> None:
+        await load_grants(url, namespace, roster)  # first: no moment with functions but no grants
         await load_functions(url)
-        await load_grants(url, namespace, roster)
 
     try:
         anyio.run(load)

@@ -56,6 +56,8 @@ class Presence:
                 await self.registry.register(profile)
             except RegistrationRefused as exc:
                 log.error("%s is not in the registry: %s (reachable by name only)", host.instance_id, exc)
+                if self.view is not None:
+                    self.view.remove(host.instance_id)  # nor routed by capability here
             except Unavailable as exc:
                 log.warning("%s not registered yet (%s); heartbeats will retry", host.instance_id, exc)
 

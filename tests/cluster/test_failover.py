@@ -141,7 +141,7 @@ async def test_the_namespace_master_killed_registrations_return_and_calls_go_on(
             await caller.wait_for_agents(["echo"], timeout=10)
             expected = {p.agent_id for p in profiles} | {echo_host.instance_id}
             await until_registered(checker, expected, timeout=5)
-            assert [lib["library_name"] for lib in replica.ask("FUNCTION", "LIST")] == [LIBRARY]
+            assert LIBRARY in [lib["library_name"] for lib in replica.ask("FUNCTION", "LIST")]
             assert caller.view is not None
             view, resyncs = caller.view, caller.view.resyncs
             tg.start_soon(call_steadily, caller, outcomes)

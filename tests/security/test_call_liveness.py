@@ -33,6 +33,7 @@ from a2a import A2AError, Agent, Context, Runtime, Settings, by_instance
 from a2a.dev.servers import die_with_parent
 from a2a.errors import Unavailable
 from bus import codec
+from bus.protocol import MAX_RESPONSES
 from bus.wire import PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope
 from tests.helpers import ROOT, AgentProcess, agent_env
 from tests.security.conftest import NAMESPACE, ROSTER, as_user, password
@@ -348,13 +349,13 @@ async def test_an_unreachable_nats_is_reported_within_three_seconds(server: str)
 
 
 async def test_progress_updates_never_crowd_out_the_reply(secured_nats: str) -> None:
-    """The generated permissions let a callee publish three messages on a call's reply subject:
-    progress updates past the room the reply needs are dropped, and the reply arrives."""
+    """The generated permissions let a callee publish MAX_RESPONSES messages on a call's reply
+    subject: progress updates past the room the reply needs are dropped, and the reply arrives."""
     chatty = Agent("reader")
 
     @chatty.action("chatty")
     async def _chatty(ctx: Context, params: dict[str, Any]) -> Any:
-        for step in range(4):
+        for step in range(MAX_RESPONSES + 6):
             await ctx.progress({"step": step})
         return "done"
 
@@ -366,4 +367,5 @@ async def test_progress_updates_never_crowd_out_the_reply(secured_nats: str) -> 
         seen: list[Any] = []
         assert await rt.call("reader", "chatty", timeout=3, on_progress=seen.append) == "done"
         assert host.endpoint is not None
-        assert seen == [{"step": 0}, {"step": 1}] and host.endpoint.progress_dropped == 2
+        kept = MAX_RESPONSES - 1  # the reply takes the last place
+        assert seen == [{"step": n} for n in range(kept)] and host.endpoint.progress_dropped == 7
