@@ -103,6 +103,9 @@ class Bus:
 
     async def _reconnected(self) -> None:
         self.link.refresh()
+        self.callers.reconnected()
+        for endpoint in self.endpoints:
+            endpoint.lost_connection()
         await self.caller.resend_unanswered()
 
     # -- caller half (see :class:`Caller`) ----------------------------------------------------

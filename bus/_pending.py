@@ -47,6 +47,7 @@ class Reply:
         "request",
         "subject",
         "unclaimed",
+        "unclaimed_since",
     )
 
     def __init__(self, future: asyncio.Future[Outcome], opened: float, deadline: float, subject: str) -> None:
@@ -62,6 +63,8 @@ class Reply:
         """Called with each progress update the callee sends, when the caller asked for them."""
         self.unclaimed = 0
         """Probe rounds in a row in which no instance claimed this unacknowledged call."""
+        self.unclaimed_since = 0.0
+        """When the first of those rounds asked (loop clock)."""
 
 
 class PendingCalls:

@@ -4,56 +4,51 @@ An :class:`Endpoint` subscribes to the agent's subject (queue group = agent name
 own instance subject, to the agent's cancel subject and to the agent's notification
 topics, each from any sender. Before a message reaches the host it answers liveness
 probes (and tells :class:`bus.callers.Callers` which runtime probed), takes cancels,
-acknowledges the calls an ``A2A-Probe: calls`` asks about, and recognises a call sent again
-after a lost connection (same reply subject): a repeat is answered from the reply cache,
-never run twice. While a call is held it is acknowledged to its caller after ``ACK_AFTER``
-seconds, stopped at its deadline, and stopped when the runtime that sent it withdraws it
-or is gone.
+acknowledges the calls an ``A2A-Probe: calls`` asks about (held, or received and waiting to
+be handled), and recognises a call sent again after a lost connection (same reply subject):
+a repeat is answered from the reply cache, never run twice. While a call is held it is
+acknowledged to its caller after ``ACK_AFTER`` seconds, stopped at its deadline, and stopped
+when the runtime that sent it withdraws it or is gone. Under generated permissions what it
+publishes on a call's reply subject keeps room for the reply, the first ack and caller
+checks (``bus/protocol.py``).
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import anyio
+
 from transports import Message, Subscription
 
+from ._received import Received
+from .answers import error_to, response_to
 from .codec import ENCODE_ERRORS, encode_envelope
 from .errors import A2AError, AgentError, Cancelled, PayloadTooLarge
 from .held import Held
-from .ids import serial_id
 from .link import Link
 from .protocol import (
     ACK_AFTER,
     ACK_HEADER,
     ALIVE_HEADER,
+    CALLER_GONE,
     CANCEL_HEADER,
+    CHECK_ROOM,
     DEADLINE,
-    MAX_RESPONSES,
     PROBE_CALLS,
+    PROBE_EVERY,
     PROBE_HEADER,
     PROGRESS_HEADER,
     REPLY_CACHE_BYTES,
-    REPLY_CACHE_SIZE,
+    RESEND_HEADER,
     WITHDRAWN,
     decode_cancel,
 )
 from .rejects import Rejects
 from .subjects import inbox_prefix
-from .wire import (
-    PROTOCOL_VERSION,
-    Envelope,
-    ErrorEnvelope,
-    ErrorInfo,
-    Metadata,
-    Payload,
-    RequestEnvelope,
-    ResponseEnvelope,
-    TokenUsage,
-)
+from .wire import Envelope, ErrorInfo, RequestEnvelope, TokenUsage
 
 __all__ = ["Deliver", "Endpoint", "Held"]
 
@@ -97,8 +92,7 @@ class Endpoint:
         """Progress updates not sent: under generated permissions, the reply would not fit after them."""
         self.reply_rejects = Rejects(log, f"{instance_id}: message")
         """Messages not answered because their reply subject is not their sender's (``strict``)."""
-        self._replies: dict[str, bytes | None] = {}
-        """Reply subject -> the reply sent (None while in progress), to answer repeats; oldest first."""
+        self._received = Received()
         self._subs: list[Subscription] = []
         self._local: list[str] = []
         self._heard = heard
@@ -140,24 +134,26 @@ class Endpoint:
                 if reply:
                     if self._heard is not None:
                         self._heard(reply)
-                    await self._publish(reply, b"", {ALIVE_HEADER: self.instance_id})
+                    alive = {ALIVE_HEADER: self.instance_id}
+                    stale = self._received.stale
+                    if stale and self.link.subjects.runtime_prefix(reply) in stale:
+                        alive[RESEND_HEADER] = "1"  # its calls came on a connection since lost
+                    await self._publish(reply, b"", alive)
                 return
             if CANCEL_HEADER in headers:
                 await self.on_cancel(msg)
                 return
-        if reply.startswith(self._runtime_replies):  # a runtime caller may send a call again
-            replies = self._replies
-            if reply in replies:
-                self.repeated += 1
-                done = replies[reply]
-                if done:  # answered already: answer again; in progress or uncached: the first answers
-                    await self._publish(reply, done)
-                return
-            replies[reply] = None
-            if len(replies) > REPLY_CACHE_SIZE + REPLY_CACHE_SIZE // 8:
-                # Forget the oldest eighth at once: cheaper than one eviction per message.
-                for old in list(itertools.islice(replies, REPLY_CACHE_SIZE // 8)):
-                    del replies[old]
+        # A runtime caller may send a call again (it, or this process, lost its connection).
+        if reply.startswith(self._runtime_replies) and not self._received.arrived(reply):
+            self.repeated += 1
+            if self._heard is not None:
+                self._heard(reply)  # its runtime is there
+            if self._received.stale:
+                self._received.stale.discard(self.link.subjects.runtime_prefix(reply))
+            done = self._received.reply(reply)
+            if done:  # answered already: answer again; in progress or uncached: the first answers
+                await self._publish(reply, done)
+            return
         self.deliver(msg)
 
     def _answerable(self, subject: str, reply: str) -> bool:
@@ -180,6 +176,11 @@ class Endpoint:
     def hold(self, correlation_id: str, held: Held) -> None:
         """Track a call being handled: acknowledged while it lasts, stopped at its deadline or withdrawal."""
         self.held[correlation_id] = held
+        acks = self._received.take_acks(held.reply)
+        if acks is not None:  # acknowledged while it waited: those acks count
+            held.acked = True
+            held.sent += acks[0]
+            held.acked_at = acks[1]
         if self._early and self._early.pop(correlation_id, None) == held.sender:
             held.cancel(WITHDRAWN)  # withdrawn while it waited to be handled
 
@@ -192,8 +193,8 @@ class Endpoint:
     async def on_cancel(self, msg: Message) -> None:
         """A cancel notice: withdraw the calls it names that its sender sent.
 
-        Or, with ``A2A-Probe: calls``, a caller asking which instance holds calls nobody
-        acknowledged yet: those held here are acknowledged to it (see :meth:`claim`).
+        Or, with ``A2A-Probe: calls``, a caller asking which instance received calls nobody
+        acknowledged yet: those received here are acknowledged to it (see :meth:`claim`).
         """
         notice = decode_cancel(msg.data)
         if notice is None:
@@ -202,31 +203,48 @@ class Endpoint:
         sender = self.link.subjects.sender_of(msg.subject)
         if msg.headers and msg.headers.get(PROBE_HEADER) == PROBE_CALLS:
             reply = msg.reply
-            answerable = not self._strict or self._answerable(msg.subject, reply)
-            if reply and answerable and self._heard is not None:
-                self._heard(reply)
-            await self.claim(notice.correlation_ids, sender)
+            runtime = None
+            if reply and (not self._strict or self._answerable(msg.subject, reply)):
+                if self._heard is not None:
+                    self._heard(reply)
+                runtime = self.link.subjects.runtime_prefix(reply)
+                if runtime is not None and not runtime.startswith(f"{self._runtime_replies}{sender}."):
+                    runtime = None  # not the asking sender's own runtime: held calls only
+            await self.claim(notice.correlation_ids, sender, runtime)
             return
         self.withdraw(notice.correlation_ids, sender)
 
-    async def claim(self, correlation_ids: Iterable[str], sender: str) -> None:
-        """Acknowledge the calls of ``sender`` among ``correlation_ids`` that this instance holds.
+    async def claim(self, correlation_ids: Iterable[str], sender: str, runtime: str | None = None) -> None:
+        """Acknowledge the calls of ``sender`` among ``correlation_ids`` that this instance received.
 
-        An ack that was lost is sent again, once: under generated permissions a call's
-        reply subject takes MAX_RESPONSES messages, and its reply must still fit.
+        Those it holds, and with ``runtime`` (the reply prefix of the asking runtime, which
+        ends each of its calls' reply subjects with the call's id) those received and not
+        handled yet: queued behind busy handlers, they are not lost. A call is acknowledged
+        at most once per PROBE_EVERY (probes read in a burst after the event loop was
+        blocked ask the same), and under generated permissions an ack sent again leaves
+        the room kept for caller checks.
         """
         ack = {ACK_HEADER: self.instance_id}
+        now = anyio.current_time()
+        strict = self._strict
         for correlation_id in correlation_ids:
             held = self.held.get(correlation_id)
+            if held is None:
+                waiting = None if runtime is None else runtime + correlation_id
+                limit = QUEUED_ACKS if strict else None
+                if waiting is not None and self._received.ack_waiting(waiting, now, limit):
+                    await self._publish(waiting, b"", ack)
+                continue
             if (
-                held is None
-                or held.released
+                held.released
                 or held.sender != sender
-                or held.sent > MAX_RESPONSES - 2
                 or not held.reply.startswith(self._runtime_replies)
+                or (held.acked and now - held.acked_at < PROBE_EVERY)
+                or (strict and not held.fits(CHECK_ROOM if held.acked else 0))
             ):
                 continue
             held.acked = True
+            held.acked_at = now
             held.sent += 1
             await self._publish(held.reply, b"", ack)
 
@@ -248,9 +266,33 @@ class Endpoint:
                 continue
             held.cancel(WITHDRAWN)
 
+    def lost_connection(self) -> None:
+        """The connection came back: under generated permissions, the calls that arrived on the
+        lost one can be answered only once their callers send them again (``A2A-Resend``)."""
+        if self._strict:
+            self._received.lost_connection(
+                (held.reply for held in self.held.values() if not held.released),
+                self.link.subjects.runtime_prefix,
+            )
+
     def cancel_all(self, reason: str) -> None:
         for held in list(self.held.values()):
             held.cancel(reason)
+
+    def stop_runtime(self, prefix: str) -> int:
+        """Stop the calls held for the runtime whose reply subjects start with ``prefix``, which
+        is gone (CALLER_GONE); returns how many.
+
+        They send no reply, and none is kept: a call that runtime sends again (it had only
+        lost its connection) is handled again.
+        """
+        stopped = 0
+        for held in list(self.held.values()):
+            if held.reply.startswith(prefix) and held.reason is None and not held.released:
+                held.cancel(CALLER_GONE)
+                self._received.forget(held.reply)
+                stopped += 1
+        return stopped
 
     async def sweep(self, now: float) -> None:
         """Stop calls past their deadline; tell callers which instance holds their long calls.
@@ -267,8 +309,10 @@ class Endpoint:
             if held.acked or now - held.started < ACK_AFTER:
                 continue
             held.acked = True
+            held.acked_at = now
             # Only runtimes understand acks; a plain NATS requester would take one for the reply.
-            if held.reply.startswith(self._runtime_replies):
+            # Under generated permissions the reply must still fit after it.
+            if held.reply.startswith(self._runtime_replies) and (not self._strict or held.fits(0)):
                 held.sent += 1
                 await self._publish(held.reply, b"", ack)
 
@@ -279,28 +323,7 @@ class Endpoint:
     ) -> A2AError | None:
         """Send the handler's result; returns the error sent instead when the result cannot travel."""
         meta = request.metadata
-        response = ResponseEnvelope(
-            message_id=serial_id(),
-            source_agent_id=self.agent,
-            target_agent_id=request.source_agent_id,
-            conversation_id=request.conversation_id,
-            in_reply_to=request.message_id,
-            protocol_version=PROTOCOL_VERSION,
-            payload=Payload(action=request.payload.action, result=result),
-            metadata=Metadata(
-                timestamp=int(time.time() * 1000),
-                correlation_id=meta.correlation_id,
-                hop_count=meta.hop_count,
-                max_hops=meta.max_hops,
-                depth=meta.depth,
-                max_depth=meta.max_depth,
-                priority=meta.priority,
-            ),
-        )
-        if request.user_id is not None:
-            response.user_id = request.user_id
-        if usage is not None:
-            response.payload.usage = usage
+        response = response_to(request, self.agent, result, usage)
         error: A2AError
         try:
             data = encode_envelope(response)
@@ -322,29 +345,12 @@ class Endpoint:
     async def fail(
         self, reply: str, request: Envelope | None, error: A2AError, usage: TokenUsage | None = None
     ) -> None:
-        """Send a typed error (nothing when the caller itself withdrew the call)."""
-        if isinstance(error, Cancelled) and error.details.get("reason") == WITHDRAWN:
-            return  # the caller is gone; nobody reads this reply
-        correlation_id = request.metadata.correlation_id if request else reply.rsplit(".", 1)[-1]
-        envelope = ErrorEnvelope(
-            message_id=serial_id(),
-            source_agent_id=self.agent,
-            target_agent_id=request.source_agent_id if request else "unknown",
-            conversation_id=request.conversation_id if request else "unknown",
-            in_reply_to=request.message_id if request else None,
-            user_id=request.user_id if request else None,
-            protocol_version=PROTOCOL_VERSION,
-            payload=Payload(
-                action=request.payload.action if request else "",
-                error=error.to_info(),
-                usage=usage,
-            ),
-            metadata=Metadata(
-                timestamp=_now_ms(),
-                correlation_id=correlation_id or "unknown",
-                hop_count=request.metadata.hop_count if request else 0,
-            ),
-        )
+        """Send a typed error (nothing when the caller withdrew the call or is gone)."""
+        if isinstance(error, Cancelled) and error.details.get("reason") in (WITHDRAWN, CALLER_GONE):
+            # Nobody reads this reply; and a call sent again after a reconnect is handled
+            # again rather than answered with it (see :meth:`stop_runtime`).
+            return
+        envelope = error_to(request, self.agent, reply, error, usage)
         batch = request is not None and request.metadata.batch_replies
         try:
             data = self.link.encode(envelope)
@@ -359,9 +365,8 @@ class Endpoint:
 
     async def _send(self, reply: str, data: bytes, batch: bool) -> None:
         """Send a reply (batched when its caller accepts that), keeping it to answer a repeat."""
-        replies = self._replies
-        if reply in replies:  # the call came from a runtime: keep the reply in case it is sent again
-            replies[reply] = data if len(data) <= REPLY_CACHE_BYTES else b""
+        # A runtime's call: keep the reply in case it is sent again.
+        self._received.answered(reply, data if len(data) <= REPLY_CACHE_BYTES else None)
         try:
             await self.link.reply(reply, data, batch=batch)
         except A2AError as exc:
@@ -373,8 +378,9 @@ class Endpoint:
         if reply.startswith(self._runtime_replies):
             held = self.held.get(reply[reply.rfind(".") + 1 :])  # a runtime's reply ends with the call's id
             if held is not None and held.reply == reply:
-                if self._strict and held.sent >= MAX_RESPONSES - 1:
-                    self.progress_dropped += 1  # the server would refuse the reply after it
+                # Under generated permissions, keep room for the reply, the first ack and checks.
+                if self._strict and not held.fits(CHECK_ROOM + (0 if held.acked else 1)):
+                    self.progress_dropped += 1
                     return
                 held.sent += 1
             await self._publish(reply, data, {PROGRESS_HEADER: "1"})
@@ -388,7 +394,6 @@ class Endpoint:
 
 EARLY_CANCELS = 1024
 """Withdrawals of calls not held yet that an endpoint remembers (the oldest are forgotten)."""
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+QUEUED_ACKS = 4
+"""Acks a call waiting to be handled gets at most under generated permissions (each takes a
+place on its reply subject)."""

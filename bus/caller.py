@@ -21,6 +21,7 @@ from transports import Message, Subscription, is_no_responders
 
 from . import codec
 from ._pending import NO_RESPONDERS, TIMED_OUT, PendingCalls, Reply
+from ._withdrawals import Withdrawals
 from .errors import (
     A2AError,
     AgentLost,
@@ -35,14 +36,14 @@ from .limits import check_hops
 from .link import Link
 from .protocol import (
     ACK_HEADER,
-    CANCEL_HEADER,
+    ALIVE_HEADER,
     MALFORMED,
     PROBE_HEADER,
     PROGRESS_HEADER,
     REPLIES_HEADER,
+    RESEND_HEADER,
     SETTLING,
     decode_progress,
-    encode_cancel,
 )
 from .rejects import Rejects
 from .subjects import instance_agent, is_name
@@ -87,11 +88,13 @@ class Caller:
         self.stats = CallerStats()
         self.rejects = Rejects(log, "reply")
         """Replies, batch lines and acknowledgements dropped as malformed or misdirected."""
-        self._withdraw_local = withdraw_local
         self._sub: Subscription | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._settling_until = 0.0
+        self.reconnects = 0
+        """Times the connection came back; a probe that spans one has no verdict."""
         self._retries = TaskSet()
+        self.withdrawals = Withdrawals(link, withdraw_local, self._retries)
 
     async def start(self) -> None:
         """Subscribe to this runtime's reply subjects."""
@@ -149,9 +152,11 @@ class Caller:
             self.pending.close(correlation_id)
             # Nobody will read a reply any more: the callee stops (a lost holder may only
             # have been slow; a dead one gets a notice nobody receives).
-            if outcome is TIMED_OUT or type(outcome) is AgentLost:
+            if outcome is TIMED_OUT:
                 with anyio.CancelScope(shield=True):
-                    await self._withdraw(correlation_id, slot)
+                    await self.withdrawals.now(correlation_id, slot)
+            elif type(outcome) is AgentLost:  # found with others, in a probe round
+                self.withdrawals.soon(correlation_id, slot)
         if type(outcome) is bytes:
             return self._parse_reply(outcome, envelope)
         target = _target_of(envelope)
@@ -198,32 +203,6 @@ class Caller:
             details={"field": "type"},
         )
 
-    async def _withdraw(self, correlation_id: str, slot: Reply) -> None:
-        """Tell whoever handles this call to stop (best effort, bounded).
-
-        The cancel goes to the instance holding the call when the caller knows it (the call
-        was routed to an instance, or one acknowledged it), else to the target agent's
-        cancel subject, which only that agent's instances receive; the callee accepts it
-        only from the sender of the call (``Endpoint.withdraw``).
-        """
-        if slot.local:
-            self._withdraw_local(correlation_id)
-            return
-        subjects = self.link.subjects
-        data = encode_cancel(correlation_id)
-        headers: dict[str, str] | None = {CANCEL_HEADER: "1"}
-        with anyio.move_on_after(1.0):
-            try:
-                if slot.instance is not None:
-                    subject = subjects.instance(slot.instance)
-                elif subjects.is_instance(slot.subject):
-                    subject = slot.subject
-                else:
-                    subject, headers = subjects.cancel(subjects.agent_of(slot.subject)), None
-                await self.link.publish(subject, data, headers=headers)
-            except (A2AError, ValueError) as exc:  # ValueError: a subject outside the layout
-                log.debug("could not publish cancel notice: %s", exc)
-
     async def on_reply(self, msg: Message) -> None:
         correlation_id = msg.subject[len(self.reply_prefix) :]
         headers = msg.headers
@@ -239,6 +218,8 @@ class Caller:
                 return
             if PROBE_HEADER in headers:  # a callee checking this runtime is still there
                 return
+            if RESEND_HEADER in headers:  # a probed instance lost the connection our calls came on
+                await self._resend_to(headers.get(ALIVE_HEADER, ""))
             if is_no_responders(msg):
                 if not self._retry_while_settling(correlation_id):
                     self.pending.resolve(correlation_id, NO_RESPONDERS)
@@ -303,8 +284,10 @@ class Caller:
         """
         assert self._loop is not None
         self._settling_until = self._loop.time() + SETTLING
+        self.reconnects += 1
         sent = 0
         for slot in self.pending.unanswered():
+            slot.unclaimed = 0  # rounds while disconnected told nothing
             sent += await self._send_again(slot)
         self.stats.resent += sent
         if sent:
@@ -323,6 +306,17 @@ class Caller:
             log.debug("sending %s again failed: %s", subject, exc)
             return False
         return True
+
+    async def _resend_to(self, instance: str) -> None:
+        """Send again the calls ``instance`` holds (it answers a repeat, never runs it twice)."""
+        if not is_name(instance):
+            return
+        subjects = self.link.subjects
+        sent = 0
+        for slot in self.pending.unanswered():
+            if slot.subject and (slot.instance or subjects.instance_of(slot.subject)) == instance:
+                sent += await self._send_again(slot)
+        self.stats.resent += sent
 
     def _retry_while_settling(self, correlation_id: str) -> bool:
         """Right after a reconnect, "no responders" may only mean the callee is reconnecting too.
@@ -369,21 +363,29 @@ class Caller:
         """Publish a probe on ``subject`` with a reply subject of this runtime; wait ``timeout``.
 
         Returns "answered" (a message came back), "nobody" (the server says nobody
-        subscribes to ``subject``; not while settling after a reconnect), "silent"
-        (delivered, no answer in time) or "failed" (not published, or "no responders"
-        while settling).
+        subscribes to ``subject``), "silent" (delivered, no answer in time) or "failed":
+        not published, published while disconnected (it would wait in a buffer), or the
+        connection was lost or came back meanwhile, or "no responders" while settling.
         """
         assert self._loop is not None, "Caller.start() was not called"
+        transport = self.link.transport
+        if not transport.is_connected:
+            return "failed"
+        reconnects = self.reconnects
         token = "probe-" + new_id()
         slot = self.pending.open(token, self._loop, "")
         try:
             await self.link.publish(subject, data, reply=self.reply_prefix + token, headers=headers)
+            verdict: Verdict = "silent"
             with anyio.move_on_after(timeout):
                 outcome = await slot.future
                 if outcome is not NO_RESPONDERS:
-                    return "answered"
-                return "failed" if self.settling else "nobody"
-            return "silent"
+                    verdict = "answered"
+                else:
+                    verdict = "failed" if self.settling else "nobody"
+            if verdict != "answered" and (reconnects != self.reconnects or not transport.is_connected):
+                return "failed"  # the probe or its answer may have been lost with the connection
+            return verdict
         except A2AError as exc:
             log.debug("probe of %s not sent: %s", subject, exc)
             return "failed"

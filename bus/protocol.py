@@ -7,18 +7,24 @@ reply itself, these control messages travel:
                                                  more than ACK_AFTER seconds, or asked
                                                  about by an ``A2A-Probe: calls`` (empty body)
     caller -> callee   A2A-Probe: 1              on the subject of the instance holding a call
-    callee -> caller   A2A-Alive: <instanceId>   the answer to a probe (empty body)
+    callee -> caller   A2A-Alive: <instanceId>   the answer to a probe (empty body); with
+                                                 ``A2A-Resend: 1`` when calls of the prober
+                                                 arrived on a connection the instance lost
+                                                 since: under generated permissions it can
+                                                 answer them only once they are sent again
     caller -> agent    A2A-Probe: calls          on ``a2a.<ns>.cancel.<agent>.<sender>``, every
                                                  instance of the agent: a CancelNotice body
                                                  naming unacknowledged calls; an instance
-                                                 holding one of them acknowledges it (above)
+                                                 that received one of them (handling it, or
+                                                 not started yet) acknowledges it (above)
     callee -> caller   A2A-Probe: caller         on the reply subject of a call held for a
                                                  runtime that stopped probing (empty body;
                                                  nobody answers it)
-    caller -> callee   CancelNotice              when a call is withdrawn: with the header
+    caller -> callee   CancelNotice              when calls are withdrawn: with the header
                                                  ``A2A-Cancel: 1`` on the subject of the
-                                                 instance holding it when the caller knows
+                                                 instance holding them when the caller knows
                                                  it, else on ``a2a.<ns>.cancel.<agent>.<sender>``
+                                                 (calls lost together go in one notice)
 
     callee -> caller   A2A-Progress: 1           on the reply subject of a call, before its
                                                  reply: a JSON value telling how the work goes
@@ -30,30 +36,47 @@ of both subjects), and answers ``A2A-Probe: calls`` only for calls of that sende
 Liveness of the callee. Every PROBE_EVERY seconds the caller looks at its calls out for
 longer than PROBE_AFTER. It probes the instance holding each (the one that acknowledged
 it, or the one it was sent to): a dead instance has no subscription left, so the server
-answers "no responders" and the call ends with AGENT_LOST. A call sent to an agent's queue
-group that nobody acknowledged (its callee may have died before ACK_AFTER) is asked about
-with ``A2A-Probe: calls``: "no responders" means no instance of the agent is left
-(AGENT_LOST); a live holder acknowledges it, and from then on its instance is probed; a
-call that no instance claims in UNCLAIMED_ROUNDS rounds in a row ended with its holder
-(AGENT_LOST, and withdrawn in case the holder was only slow).
+answers "no responders"; a second probe at least LOST_CONFIRM later that gets "no
+responders" too ends the call with AGENT_LOST (an instance that only lost its connection
+for a moment is subscribed again by then). A call sent to an agent's queue group that
+nobody acknowledged (its callee may have died before ACK_AFTER) is asked about with
+``A2A-Probe: calls``: "no responders" means no instance of the agent is left (AGENT_LOST at
+once); an instance that received it acknowledges it, and from then on that instance is
+probed. A call no instance claims is not lost while its callee may only be busy (an event
+loop blocked by a handler reads nothing): only after UNCLAIMED_FOR seconds of unclaimed
+rounds in a row, or half the call's timeout if that is longer, does it end with AGENT_LOST
+(and is withdrawn in case its holder was only slow). So when one instance of a pool dies
+holding calls it had not acknowledged yet, those calls end about UNCLAIMED_FOR seconds
+later, not at their deadline.
+
+A caller counts no round while its own connection is down or SETTLING after a reconnect:
+a probe it could not publish, or whose answer may have been lost with the connection, has
+no verdict, and every unclaimed count starts again after a reconnect.
 
 Liveness of the caller. Those probes also tell a callee that the calling runtime lives (the
-runtime is the prefix of the probe's reply subject, the sender's own). A callee holding calls
-of a runtime it has not heard from for CALLER_QUIET seconds publishes ``A2A-Probe: caller``
-on the reply subject of one of them, with a reply subject of its own: the server answers
-"no responders" when the calling runtime's reply subscription is gone, and the callee then
-stops every call it holds for that runtime (CANCELLED, reason CALLER_GONE); a handler that
-called on is stopped with its own calls, which withdraws them in turn. Delivered, or no
-verdict, the runtime counts as alive for another CALLER_QUIET. Callers in the callee's own
-process and plain NATS requesters are never checked.
+runtime is the prefix of the probe's reply subject, the sender's own), and so does a call
+it sends again. A callee holding calls of a runtime it has not heard from for CALLER_QUIET
+seconds publishes ``A2A-Probe: caller`` on the reply subject of one of them, with a reply
+subject of its own: the server answers "no responders" when the calling runtime's reply
+subscription is gone. The callee checks again CALLER_RECHECK seconds later, and only when
+that check gets "no responders" too, and it heard nothing from the runtime meanwhile, does
+it stop every call it holds for that runtime (CANCELLED, reason CALLER_GONE); a handler that
+called on is stopped with its own calls, which withdraws them in turn. A live caller probes
+every PROBE_EVERY, so a dead one's calls stop 4 to 4.5 s after it died, and one that loses
+its connection for less than about 3.5 s (CALLER_QUIET + CALLER_RECHECK - PROBE_EVERY)
+keeps its calls. A call stopped so sends no reply and is not kept in the reply
+cache: sent again (its caller only lost its connection for longer), it is handled again.
+Delivered, or no verdict, the runtime counts as alive for another CALLER_QUIET; no check
+runs while the callee's own connection is down. Callers in the callee's own process and
+plain NATS requesters are never checked.
 
 What a callee publishes on a reply subject is counted. Under the generated permissions
 (``a2a nats-config``) the server lets the receiver of a request publish MAX_RESPONSES
-messages on its reply subject: its ack, its reply, and between them caller checks and
-progress updates. A call with no room left besides its reply never carries ``A2A-Probe:
-caller``; when no held call of a quiet runtime can carry it, silence alone stops them. A
-callee whose server proves senders (``strict``) also drops a progress update after which
-the reply would no longer fit (counted).
+messages on its reply subject. The last place is the reply's; before it, the callee keeps
+room for its first ack and for CHECK_ROOM caller checks: progress updates stop when only
+that room is left (counted in the endpoint's ``progress_dropped``: 60 updates at most), a
+repeated ack never takes it, and the ack and checks never take the reply's. A runtime none
+of whose calls here can carry a check is kept, not stopped (logged at debug level).
 
 Replies may travel together. A caller that sets ``metadata.batchReplies`` on its requests
 accepts a reply batch: one message, on the reply subject of one of the calls it answers,
@@ -79,8 +102,11 @@ __all__ = [
     "ALIVE_HEADER",
     "CALLER_GONE",
     "CALLER_QUIET",
+    "CALLER_RECHECK",
     "CANCEL_HEADER",
+    "CHECK_ROOM",
     "DEADLINE",
+    "LOST_CONFIRM",
     "MALFORMED",
     "MAX_RESPONSES",
     "PROBE_AFTER",
@@ -95,15 +121,18 @@ __all__ = [
     "REPLIES_HEADER",
     "REPLY_CACHE_BYTES",
     "REPLY_CACHE_SIZE",
+    "RESEND_HEADER",
     "SETTLING",
     "SHUTDOWN",
     "SWEEP_EVERY",
+    "UNCLAIMED_FOR",
     "UNCLAIMED_ROUNDS",
     "WITHDRAWN",
     "CancelNotice",
     "decode_cancel",
     "decode_progress",
     "encode_cancel",
+    "encode_cancels",
     "encode_probe",
 ]
 
@@ -113,6 +142,7 @@ ALIVE_HEADER = "A2A-Alive"
 REPLIES_HEADER = "A2A-Replies"
 CANCEL_HEADER = "A2A-Cancel"
 PROGRESS_HEADER = "A2A-Progress"
+RESEND_HEADER = "A2A-Resend"
 PROBE_INSTANCE = "1"
 """``A2A-Probe`` on an instance subject: is this instance alive?"""
 PROBE_CALLS = "calls"
@@ -126,22 +156,36 @@ ACK_AFTER = 0.2
 """Calls still in hand after this long are acknowledged to their callers, who then probe."""
 PROBE_EVERY = 0.5
 """How often a caller probes for its long calls (and how long it waits for a verdict)."""
-PROBE_AFTER = 1.0
+PROBE_AFTER = 0.8
 """Calls out for longer than this are probed, acknowledged or not."""
+LOST_CONFIRM = 0.6
+"""An instance that got "no responders" is probed again this much later; a second "no
+responders" ends its calls (a reconnecting instance is subscribed again by then)."""
 UNCLAIMED_ROUNDS = 2
-"""Probe rounds in a row in which no instance claims an unacknowledged call: then it is lost."""
+"""Probe rounds in a row in which no instance claims an unacknowledged call, at the least,
+before it is lost (and UNCLAIMED_FOR seconds)."""
+UNCLAIMED_FOR = 10.0
+"""Seconds of unclaimed rounds in a row (or half the call's timeout, if longer) after which
+an unacknowledged call is lost: a callee whose event loop is blocked claims nothing."""
 PROBE_IDS = 256
-"""Correlation ids one ``A2A-Probe: calls`` names at most (more go in several probes)."""
+"""Correlation ids one ``A2A-Probe: calls`` or cancel notice names at most (more go in several)."""
 CALLER_QUIET = 2.0
 """A callee checks a calling runtime it has not heard a probe from for this long."""
+CALLER_RECHECK = 2.0
+"""A calling runtime whose check got "no responders" is checked again this much later; a
+second "no responders" stops its calls (a short loss of its connection is tolerated)."""
 MAX_RESPONSES = 64
 """Messages a callee may publish on one call's reply subject under generated permissions
-(``a2a nats-config``): its ack, its reply, a caller check and progress updates."""
+(``a2a nats-config``): its ack, its reply, caller checks and progress updates."""
+CHECK_ROOM = 2
+"""Places on a reply subject (under generated permissions) kept for caller checks: progress
+updates and repeated acks leave them free."""
 SWEEP_EVERY = 0.05
 """How often a callee checks its held calls for acks and deadlines. The caller keeps the
 exact deadline; the callee stops work within this much of it."""
 SETTLING = 2.0
-"""After a reconnect, "no responders" within this many seconds is retried, not final."""
+"""After a reconnect, "no responders" within this many seconds is retried, not final, and
+probes that go unanswered count for nothing."""
 REPLY_CACHE_SIZE = 4096
 """Replies a callee keeps to answer a call sent again after a lost connection."""
 REPLY_CACHE_BYTES = 64 * 1024
@@ -167,6 +211,11 @@ _decoder = msgspec.json.Decoder(CancelNotice)
 
 def encode_cancel(correlation_id: str) -> bytes:
     return _encoder.encode(CancelNotice(correlation_ids=[correlation_id]))
+
+
+def encode_cancels(correlation_ids: list[str]) -> bytes:
+    """One notice withdrawing several calls (at most PROBE_IDS)."""
+    return _encoder.encode(CancelNotice(correlation_ids=correlation_ids))
 
 
 def encode_probe(correlation_ids: list[str]) -> bytes:

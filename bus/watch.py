@@ -4,18 +4,21 @@ Every PROBE_EVERY seconds (``bus/protocol.py``) each call out for longer than PR
 is looked at:
 
     acknowledged, or sent to one instance   that instance is probed (``A2A-Probe: 1``);
-                                            "no responders": AGENT_LOST
+                                            "no responders", and again LOST_CONFIRM
+                                            later: AGENT_LOST
     sent to an agent, not acknowledged      the agent's instances are asked which of them
-                                            holds it (``A2A-Probe: calls``); "no responders":
-                                            no instance is left, AGENT_LOST; a holder
-                                            acknowledges it; unclaimed in UNCLAIMED_ROUNDS
-                                            rounds in a row: AGENT_LOST
+                                            received it (``A2A-Probe: calls``); "no
+                                            responders": no instance is left, AGENT_LOST;
+                                            one that received it acknowledges it; unclaimed
+                                            for UNCLAIMED_FOR seconds of rounds in a row (or
+                                            half the call's timeout): AGENT_LOST
 
 A round does not wait for the verdicts: each probe runs in a task of the watch and settles
 the calls it concerns when its verdict comes (PROBE_EVERY later at most), so a silent
 instance never slows the rounds down. An instance or agent with a probe still out is not
-probed again meanwhile. The probes also tell each callee that this runtime is alive (see
-:class:`bus.callers.Callers`).
+probed again meanwhile. No round runs while the connection is down, and a probe without a
+verdict (see :meth:`bus.caller.Caller.probe`) counts for nothing. The probes also tell each
+callee that this runtime is alive (see :class:`bus.callers.Callers`).
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ from anyio.abc import TaskGroup
 from .caller import Caller
 from .errors import AgentLost
 from .protocol import (
+    LOST_CONFIRM,
     PROBE_AFTER,
     PROBE_CALLS,
     PROBE_EVERY,
     PROBE_HEADER,
     PROBE_IDS,
     PROBE_INSTANCE,
+    UNCLAIMED_FOR,
     UNCLAIMED_ROUNDS,
     encode_probe,
 )
@@ -53,10 +58,12 @@ class Watch:
         self.rounds = 0
 
     async def run(self) -> None:
+        transport = self._caller.link.transport
         async with anyio.create_task_group() as tg:
             while True:
                 await anyio.sleep(PROBE_EVERY)
-                self.round(tg)
+                if transport.is_connected:  # a probe now would only wait in a buffer
+                    self.round(tg)
 
     def round(self, tg: TaskGroup) -> None:
         """Start the probes of one round in ``tg``."""
@@ -86,17 +93,21 @@ class Watch:
                 tg.start_soon(self._agent, agent, ids)
 
     async def _instance(self, instance: str, ids: list[str]) -> None:
-        """Probe an instance; when nobody serves it any more, its calls are lost."""
+        """Probe an instance; when nobody serves it, twice LOST_CONFIRM apart, its calls are lost."""
         caller = self._caller
         try:
             subject = caller.link.subjects.instance(instance)
-            verdict = await caller.probe(subject, {PROBE_HEADER: PROBE_INSTANCE}, timeout=PROBE_EVERY)
+            probe = {PROBE_HEADER: PROBE_INSTANCE}
+            if await caller.probe(subject, probe, timeout=PROBE_EVERY) != "nobody":
+                return
+            # Perhaps only reconnecting (its subscriptions come back with its connection).
+            await anyio.sleep(LOST_CONFIRM)
+            if await caller.probe(subject, probe, timeout=PROBE_EVERY) != "nobody":
+                return
         except ValueError:  # not an instance id (acknowledgements are checked: never expected)
             return
         finally:
             self._out.discard("i" + instance)
-        if verdict != "nobody":
-            return
         pending = caller.pending
         for correlation_id in ids:
             slot = pending.get(correlation_id)
@@ -119,15 +130,17 @@ class Watch:
             self._out.discard("a" + agent)
 
     async def _ask(self, agent: str, ids: list[str]) -> None:
-        """Ask ``agent``'s instances which holds these unacknowledged calls."""
+        """Ask ``agent``'s instances which received these unacknowledged calls."""
         caller = self._caller
         subject = caller.link.subjects.cancel(agent)
+        asked = anyio.current_time()
         verdict = await caller.probe(
             subject, {PROBE_HEADER: PROBE_CALLS}, encode_probe(ids), timeout=PROBE_EVERY
         )
-        if verdict == "failed":
-            return  # not sent, or just after a reconnect: no verdict this round
+        if verdict == "failed" or (verdict != "nobody" and caller.settling):
+            return  # no verdict: not sent, or an answer may have been lost with the connection
         pending = caller.pending
+        now = anyio.current_time()
         lost = 0
         for correlation_id in ids:
             slot = pending.get(correlation_id)
@@ -136,10 +149,14 @@ class Watch:
             if verdict == "nobody":
                 message = f"no instance of {agent} is left to finish the call"
             else:
+                if not slot.unclaimed:
+                    slot.unclaimed_since = asked
                 slot.unclaimed += 1
-                if slot.unclaimed < UNCLAIMED_ROUNDS:
+                # A blocked or busy callee claims nothing either: only long silence is loss.
+                quiet = max(UNCLAIMED_FOR, (slot.deadline - slot.opened) / 2)
+                if slot.unclaimed < UNCLAIMED_ROUNDS or now - slot.unclaimed_since < quiet:
                     continue
-                message = f"no instance of {agent} holds the call any more"
+                message = f"no instance of {agent} claimed the call for {now - slot.unclaimed_since:.0f}s"
             lost += pending.resolve(correlation_id, AgentLost(message, agent=agent, details={"agent": agent}))
         if lost:
             why = "no instance is left" if verdict == "nobody" else "no instance claims them"

@@ -27,6 +27,10 @@ log = logging.getLogger("a2a.transport.nats")
 _NKEY_USER_SEED = re.compile(r"SU[A-Z2-7]{56}")
 _PERMISSION = re.compile(r'Permissions Violation for (Publish|Subscription) to "?([^"\s]+)"?', re.IGNORECASE)
 
+RECONNECT_ATTEMPT = 2.0
+"""Seconds a reconnect attempt may take at least: a server far away or slow to answer is
+reconnected to, whatever share of ``connect_wait`` the first connection left each attempt."""
+
 # Messages a subscription may hold before nats-py drops them as a "slow consumer".
 # Subscribers in this project hand each message off at once, so this only absorbs bursts.
 PENDING_MSGS_LIMIT = 256 * 1024
@@ -76,9 +80,11 @@ class NatsTransport(Transport):
 
         Keeps trying for ``connect_wait`` seconds (servers may still be starting); once
         connected, it reconnects forever. One attempt to reach a server takes
-        ``connect_timeout`` seconds at most, and less when ``connect_wait`` must leave time
-        to try every server: a server that swallows connections without a word (a
-        blackholed address) does not use up the time the others need.
+        ``connect_timeout`` seconds at most, and for the first connection less when
+        ``connect_wait`` must leave time to try every server: a server that swallows
+        connections without a word (a blackholed address) does not use up the time the
+        others need. Reconnect attempts may take ``connect_timeout``, and RECONNECT_ATTEMPT
+        seconds at least.
 
         Raises:
             TransportError: no server could be reached in time, or authentication or
@@ -155,6 +161,9 @@ class NatsTransport(Transport):
         except Exception as exc:  # nats-py raises a variety of errors and OSErrors here
             await _close_quietly(nc)
             raise TransportError(f"cannot connect to NATS at {', '.join(servers)}: {exc}") from exc
+        # nats-py reads this option at every attempt, reconnects included: from now on an
+        # attempt may take as long as a slow link needs (nothing waits on it at start-up).
+        nc.options["connect_timeout"] = max(RECONNECT_ATTEMPT, connect_timeout)
         transport = cls(nc)
         return transport
 

@@ -101,7 +101,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     health_port: int | None = None
     """Serve /livez, /readyz and /healthz on this port (``a2a serve``)."""
     connect_timeout: float = 2.0
-    """How long to keep trying to reach NATS at start-up before giving up (``UNAVAILABLE``)."""
+    """How long to keep trying to reach NATS at start-up before giving up (``UNAVAILABLE``).
+    Once connected, a runtime reconnects for ever, each attempt allowed 2 s at least."""
     max_ttl: float = 600.0
     """Longest time, in seconds, this runtime's agents give a request, whatever its ``ttlMs`` asks."""
     max_budget: int | None = None

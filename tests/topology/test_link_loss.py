@@ -102,7 +102,7 @@ async def fails_at_once(caller: Runtime, target: object, error: type[A2AError]) 
 async def test_a_cut_link_gives_typed_errors_at_once_and_each_side_keeps_working(
     world: World, link: Topology
 ) -> None:
-    held = Held(world, 3.5)
+    held = Held(world, 6.0)  # room for the hub to find the caller gone (two checks, 2 s apart)
     async with anyio.create_task_group() as tg:
         tg.start_soon(held.run)
         await held.acknowledged()
