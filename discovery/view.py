@@ -226,7 +226,10 @@ class LocalView(RankedEntries):
         if event.e == "down":
             # Forged? The registry says: the entry goes only if its hash reads as gone (now,
             # or once the interval since its last read is over: a forged flood costs reads).
-            if event.id in self._entries:
+            # An entry a resync's snapshot lacked waits for its own read, an interval after the
+            # resync: after a failover the sweeper announces as dead the instances whose hashes
+            # the new master lacks until they register again.
+            if event.id in self._entries and not self._unconfirmed.waiting(event.id):
                 await self._read_back(event.id)
             return
         if event.e == "st" and event.status is not None:
