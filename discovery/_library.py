@@ -29,20 +29,18 @@ T = TypeVar("T")
 LOAD_HINT = "run `a2a redis-config --roster ROSTER --load` with REDIS_URL naming the Redis admin user"
 
 
-async def load_library(client: aioredis.Redis | RedisCluster, **options: Any) -> None:
-    """Load (or replace) the registry's function library on the server ``client`` talks to.
-
-    ``options``: of the command (a cluster client's ``target_nodes``).
+async def load_library(client: aioredis.Redis | RedisCluster) -> None:
+    """Load (or replace) the registry's function library on the server ``client`` talks to
+    (on every master, for a cluster client).
 
     Raises:
         Unavailable: this user may not load functions, or the server has none (before Redis 7).
     """
+    options: dict[str, Any] = {}
     try:
-        if isinstance(client, RedisCluster) and options.get("target_nodes") == RedisCluster.PRIMARIES:
-            # By the nodes themselves: redis-py routes only the first of several FUNCTION
-            # commands by the flag.
+        if isinstance(client, RedisCluster):
             await client.initialize()
-            options = {**options, "target_nodes": client.get_primaries()}
+            options["target_nodes"] = client.get_primaries()
         await client.execute_command("FUNCTION", "LOAD", "REPLACE", SOURCE, **options)
         for retired in RETIRED:
             # Older layouts do not check what the roster grants: their functions now refuse
