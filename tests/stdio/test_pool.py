@@ -74,7 +74,7 @@ async def test_an_internal_error_restarts_its_process_and_the_pool_keeps_serving
     async with serving(settings, pool=2) as (rt, peer):
         before = set(pids(peer))
         with pytest.raises(Unavailable):
-            await rt.call("local", "run", {"text": "flood:500"})
+            await rt.call("local", "run", {"text": "floodwait:500"})
         survivor = int(await rt.call("local", "run", {"text": "pid"}))
         assert survivor in before
         await until(ready(peer, 2))

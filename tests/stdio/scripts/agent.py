@@ -11,6 +11,7 @@
     malformed       a response frame with this request_id and an invalid status
     huge:N          a line of N bytes first
     flood:N         N bytes of stderr first
+    floodwait:N     N bytes of stderr, then answers two seconds later
     sleep:S         answers after S seconds
     silent          never answers (keeps reading nothing)
     crash           writes to stderr and exits with code 3
@@ -80,11 +81,13 @@ def handle(frame):
     elif command == "huge":
         sys.stdout.write("x" * int(arg) + "\n")
         answer(rid, "after huge")
-    elif command == "flood":
+    elif command in ("flood", "floodwait"):
         line = "e" * 99 + "\n"
         for _ in range(int(arg) // 100):
             sys.stderr.write(line)
         sys.stderr.flush()
+        if command == "floodwait":
+            time.sleep(2.0)  # the stderr lines are read before the answer comes
         answer(rid, "after flood")
     elif command == "sleep":
         time.sleep(float(arg))
