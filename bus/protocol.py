@@ -45,9 +45,11 @@ once); an instance that received it acknowledges it, and from then on that insta
 probed. A call no instance claims is not lost while its callee may only be busy (an event
 loop blocked by a handler reads nothing): only after UNCLAIMED_FOR seconds of unclaimed
 rounds in a row, or half the call's timeout if that is longer, does it end with AGENT_LOST
-(and is withdrawn in case its holder was only slow). So when one instance of a pool dies
-holding calls it had not acknowledged yet, those calls end about UNCLAIMED_FOR seconds
-later, not at their deadline.
+(and is withdrawn in case its holder was only slow), unless an instance of the agent that
+held calls of this caller lately is found dead since the call was sent: then it ends at the
+first round that finds it unclaimed (see ``bus/watch.py``). So when one instance of a pool dies holding
+calls it had not acknowledged yet, those calls end within about two seconds when the caller
+knew the instance, else about UNCLAIMED_FOR seconds later, never at their deadline.
 
 A caller counts no round while its own connection is down or SETTLING after a reconnect:
 a probe it could not publish, or whose answer may have been lost with the connection, has

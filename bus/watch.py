@@ -10,8 +10,18 @@ is looked at:
                                             received it (``A2A-Probe: calls``); "no
                                             responders": no instance is left, AGENT_LOST;
                                             one that received it acknowledges it; unclaimed
+                                            in a round after an instance of the agent this
+                                            caller knew was found dead since the call was
+                                            sent: AGENT_LOST; else unclaimed
                                             for UNCLAIMED_FOR seconds of rounds in a row (or
                                             half the call's timeout): AGENT_LOST
+
+An instance is known to the watch while it holds calls of this runtime (sent to it or
+acknowledged by it) and for UNCLAIMED_FOR seconds after. A call of a pool that nobody claims
+went to an instance that died before acknowledging it, or to one that is blocked: when an
+instance the watch knows is found dead (twice "no responders") after the call was sent, the
+call is taken for lost at once (were it held by another instance blocked at that very moment,
+that instance sees it withdrawn); otherwise only long silence is loss.
 
 A round does not wait for the verdicts: each probe runs in a task of the watch and settles
 the calls it concerns when its verdict comes (PROBE_EVERY later at most), so a silent
@@ -42,10 +52,16 @@ from .protocol import (
     UNCLAIMED_ROUNDS,
     encode_probe,
 )
+from .subjects import instance_agent
 
 __all__ = ["Watch"]
 
 log = logging.getLogger("a2a.bus")
+
+KNOWN_AGENTS = 256
+"""Agents whose instances (and latest death) the watch remembers, the most recent kept."""
+KNOWN_INSTANCES = 32
+"""Instances remembered per agent, the most recent kept."""
 
 
 class Watch:
@@ -55,6 +71,11 @@ class Watch:
         self._caller = caller
         self._out: set[str] = set()
         """Instances ("i" + id) and agents ("a" + name) with a probe in flight."""
+        self._known: dict[str, dict[str, float]] = {}
+        """Agent -> instances of it holding calls of this caller lately, and when they last did."""
+        self._died: dict[str, float] = {}
+        """Agent -> when an instance of it was last found dead (its first "no responders")."""
+        self._tg: TaskGroup | None = None
         self.rounds = 0
 
     async def run(self) -> None:
@@ -68,18 +89,24 @@ class Watch:
     def round(self, tg: TaskGroup) -> None:
         """Start the probes of one round in ``tg``."""
         self.rounds += 1
+        self._tg = tg
         caller = self._caller
         subjects = caller.link.subjects
-        before = anyio.current_time() - PROBE_AFTER
+        now = anyio.current_time()
+        before = now - PROBE_AFTER
         instances: dict[str, list[str]] = {}
         agents: dict[str, list[str]] = {}
         for correlation_id, slot in caller.pending.items():
+            if slot.instance is not None:  # acknowledged: an instance of its agent, known from now on
+                self._learn(slot.instance, now)
             # Probes have no subject; calls in this process end with it.
             if slot.opened >= before or slot.local or not slot.subject or slot.future.done():
                 continue
             instance = slot.instance or subjects.instance_of(slot.subject)
             if instance is not None:
                 instances.setdefault(instance, []).append(correlation_id)
+                if slot.instance is None:
+                    self._learn(instance, now)
             elif agent := subjects.agent_of(slot.subject):
                 agents.setdefault(agent, []).append(correlation_id)
         out = self._out
@@ -98,6 +125,7 @@ class Watch:
         try:
             subject = caller.link.subjects.instance(instance)
             probe = {PROBE_HEADER: PROBE_INSTANCE}
+            first = anyio.current_time()
             if await caller.probe(subject, probe, timeout=PROBE_EVERY) != "nobody":
                 return
             # Perhaps only reconnecting (its subscriptions come back with its connection).
@@ -108,6 +136,7 @@ class Watch:
             return
         finally:
             self._out.discard("i" + instance)
+        self._dead(instance, first)
         pending = caller.pending
         for correlation_id in ids:
             slot = pending.get(correlation_id)
@@ -141,6 +170,8 @@ class Watch:
             return  # no verdict: not sent, or an answer may have been lost with the connection
         pending = caller.pending
         now = anyio.current_time()
+        died = self._died.get(agent, -1.0)
+        suspect = False
         lost = 0
         for correlation_id in ids:
             slot = pending.get(correlation_id)
@@ -154,10 +185,51 @@ class Watch:
                 slot.unclaimed += 1
                 # A blocked or busy callee claims nothing either: only long silence is loss.
                 quiet = max(UNCLAIMED_FOR, (slot.deadline - slot.opened) / 2)
-                if slot.unclaimed < UNCLAIMED_ROUNDS or now - slot.unclaimed_since < quiet:
+                if died >= slot.opened:  # the dead one held it: the live ones were asked
+                    message = f"an instance of {agent} died and no other claims the call"
+                elif slot.unclaimed < UNCLAIMED_ROUNDS or now - slot.unclaimed_since < quiet:
+                    suspect = True
                     continue
-                message = f"no instance of {agent} claimed the call for {now - slot.unclaimed_since:.0f}s"
+                else:
+                    message = f"no instance of {agent} claimed the call for {now - slot.unclaimed_since:.0f}s"
             lost += pending.resolve(correlation_id, AgentLost(message, agent=agent, details={"agent": agent}))
         if lost:
             why = "no instance is left" if verdict == "nobody" else "no instance claims them"
             log.info("%d calls to %s lost: %s", lost, agent, why)
+        if suspect:
+            self._check_known(agent)
+
+    def _learn(self, instance: str, now: float) -> None:
+        """Remember that ``instance`` holds a call now (the oldest forgotten when full)."""
+        agent = instance_agent(instance)
+        known = self._known.get(agent)
+        if known is None:
+            if len(self._known) >= KNOWN_AGENTS:
+                del self._known[next(iter(self._known))]
+            known = self._known[agent] = {}
+        elif instance not in known and len(known) >= KNOWN_INSTANCES:
+            del known[next(iter(known))]
+        known[instance] = now
+
+    def _dead(self, instance: str, at: float) -> None:
+        """``instance`` was found dead (first seen so at ``at``): unclaimed calls sent before may be lost."""
+        agent = instance_agent(instance)
+        self._known.get(agent, {}).pop(instance, None)
+        self._died.pop(agent, None)
+        if len(self._died) >= KNOWN_AGENTS:
+            del self._died[next(iter(self._died))]
+        self._died[agent] = at
+
+    def _check_known(self, agent: str) -> None:
+        """Probe the instances of ``agent`` this caller knows (a dead one explains unclaimed calls)."""
+        tg = self._tg
+        known = self._known.get(agent)
+        if tg is None or known is None:
+            return
+        recent = anyio.current_time() - UNCLAIMED_FOR
+        for instance, seen in list(known.items()):
+            if seen < recent:  # long gone or idle: its death now would explain nothing
+                del known[instance]
+            elif "i" + instance not in self._out:
+                self._out.add("i" + instance)
+                tg.start_soon(self._instance, instance, [])

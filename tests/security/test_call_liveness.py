@@ -5,8 +5,9 @@ generates (tests/security/roster.yaml: client -> writer -> reader), and are SIGK
 
 * a callee killed right after taking calls (before it acknowledged them) ends every one of
   them with AGENT_LOST within about two seconds, not at the calls' deadline, and they are
-  withdrawn in one notice; in a pool, the dead instance's unacknowledged calls end after
-  UNCLAIMED_FOR seconds (the live instances' are answered);
+  withdrawn in one notice; in a pool, the dead instance's unacknowledged calls end within
+  about two seconds when the caller knew that instance, else after UNCLAIMED_FOR seconds
+  (the live instances' are answered);
 * a caller killed mid-call has its work withdrawn: the callee's handler is cancelled within
   a few seconds, and through a relay the relay's own call is withdrawn too;
 * a caller that is alive but silent keeps its call; an unreachable NATS is reported at once.
@@ -242,6 +243,47 @@ async def test_in_a_pool_only_the_dead_instances_calls_are_lost(
     )
     assert codes == {"AGENT_LOST": taken[first.pid], "ok": taken[second.pid]}, (codes, taken)
     assert min(lost, default=UNCLAIMED_FOR) >= UNCLAIMED_FOR and max(lost, default=0) < UNCLAIMED_FOR + 3.5
+
+
+async def test_in_a_pool_a_known_instance_dying_ends_its_unclaimed_calls_within_seconds(
+    secured_nats: str, redis_url: str, files: Path
+) -> None:
+    """The caller knows the instance that dies (it holds another call of the caller): the calls
+    it took but never acknowledged end AGENT_LOST within about two seconds, not UNCLAIMED_FOR."""
+    log = files / "taken"
+    first, second = agent(secured_nats, redis_url, "reader"), agent(secured_nats, redis_url, "reader")
+    with first, second:
+        async with Runtime(as_user(secured_nats, "client")) as rt:
+            instances: dict[int, str] = {}
+            with anyio.fail_after(20):
+                while len(instances) < 2:
+                    try:
+                        me = await rt.call("reader", "whoami", timeout=1)
+                        instances[me["pid"]] = me["instance"]
+                    except A2AError:
+                        await anyio.sleep(0.1)
+            held: list[str] = []
+
+            async def held_by_first() -> None:
+                try:
+                    await rt.call(by_instance(instances[first.pid]), "hold", {"seconds": 30}, timeout=20)
+                except A2AError as exc:
+                    held.append(exc.code)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(held_by_first)
+                await anyio.sleep(1.0)  # acknowledged, and seen by a probe round
+                outcomes, _ = await calls_then_kill(
+                    rt, [first], "reader", log, calls=20, delay=0.05, timeout=20
+                )
+    taken = Counter(int(line.split()[0]) for line in lines(log))
+    codes = Counter(code for code, _ in outcomes)
+    lost = [at for code, at in outcomes if code == "AGENT_LOST"]
+    print(f"\npool, a known instance killed: {dict(codes)}, lost within {max(lost, default=0):.2f}s")
+    assert held == ["AGENT_LOST"]
+    assert taken[first.pid] > 0, taken  # some calls did go to the instance that died
+    assert codes == {"AGENT_LOST": taken[first.pid], "ok": taken[second.pid]}, (codes, taken)
+    assert max(lost) < 3.0
 
 
 # -- a caller killed mid-call ------------------------------------------------------------------
