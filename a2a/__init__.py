@@ -24,6 +24,7 @@ from discovery import Registry as Registry
 
 from .core.agent import Agent as Agent
 from .core.context import Context as Context
+from .core.options import CallOptions as CallOptions
 from .core.peer import Peer as Peer
 from .core.peer import peer_agent as peer_agent
 from .core.route import Route as Route
@@ -52,6 +53,7 @@ __all__ = [
     "AgentProfile",
     "AgentRules",
     "Artifact",
+    "CallOptions",
     "Context",
     "ContextBuilder",
     "ContextFilter",

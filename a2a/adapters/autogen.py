@@ -55,10 +55,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, cast
+from typing import Any, TypeAlias, Unpack, cast
 
 from autogen_agentchat.base import ChatAgent, TaskResult, Team
 from autogen_agentchat.messages import (
@@ -74,7 +74,6 @@ from autogen_core import CancellationToken
 from pydantic import BaseModel
 
 from bus.errors import A2AError, AgentError, InputRequired
-from discovery.profile import AgentCapability
 
 from ..core.agent import Agent
 from ..core.context import Context
@@ -140,12 +139,9 @@ def from_autogen(
     runner: Runner | Callable[[], Runner],
     *,
     name: str,
-    capabilities: Sequence[AgentCapability | str] = (),
-    description: str = "",
-    action: str = "run",
-    max_concurrency: int | None = None,
     reset: bool = True,
     user: str = "user",
+    **identity: Unpack[bridge.Identity],
 ) -> Agent:
     """An AgentChat agent or team (or a factory of them) as a bus agent.
 
@@ -153,21 +149,24 @@ def from_autogen(
         runner: a ``ChatAgent`` or ``Team``, or a function returning a fresh one per call
             (recommended: calls then run concurrently, each in a conversation of its own).
         name: the bus agent's name.
-        action: the action running it; its parameters are ``{"text": ...}`` plus the
-            optional ``history`` and ``handoff`` an INPUT_REQUIRED hands back.
-        max_concurrency: calls at once per instance for a factory (default 32);
-            an object serves one call at a time, so anything but 1 is refused for it.
         reset: reset a shared object before each call (``on_reset`` / ``Team.reset``).
         user: the handoff target that means the caller (AgentChat's convention: "user").
+        **identity: the bus agent's ``capabilities``, ``description``, ``action`` (its
+            ``defaultAction``, "run"; its parameters are ``{"text": ...}`` plus the optional
+            ``history`` and ``handoff`` an INPUT_REQUIRED hands back), ``max_concurrency``,
+            ``metadata`` and ``estimated_tokens`` (:class:`a2a.adapters.bridge.Identity`);
+            ``max_concurrency`` is calls at once per instance for a factory (default 32);
+            an object serves one call at a time, so anything but 1 is refused for it.
 
     Raises:
         TypeError: ``runner`` is neither an AgentChat object nor callable.
         ValueError: ``max_concurrency`` above 1 for a single object.
     """
+    concurrency = 32
     if isinstance(runner, ChatAgent | Team):
-        if max_concurrency not in (None, 1):
+        if identity.get("max_concurrency") not in (None, 1):
             raise ValueError("one AutoGen agent or team runs one task at a time: pass a factory instead")
-        max_concurrency = 1
+        concurrency = 1
     elif not callable(runner):
         raise TypeError(f"from_autogen() takes an AgentChat agent or team or a factory, not {runner!r}")
     source = _Source(runner, reset)
@@ -180,17 +179,8 @@ def from_autogen(
         async with source.use(run) as obj:
             return await _run(ctx, obj, task, run, user)
 
-    return bridge.framework_agent(
-        name,
-        run,
-        framework="autogen",
-        action=action,
-        summary=f"Run the AutoGen {name}.",
-        description=description,
-        capabilities=capabilities,
-        max_concurrency=32 if max_concurrency is None else max_concurrency,
-        input_schema=INPUT_SCHEMA,
-    )
+    spec = bridge.AgentSpec(name, "autogen", f"Run the AutoGen {name}.", INPUT_SCHEMA, **identity)
+    return bridge.framework_agent(spec, run, default_concurrency=concurrency)
 
 
 class _Source:

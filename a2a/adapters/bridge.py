@@ -18,8 +18,8 @@ import json
 from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, TypedDict, TypeVar
 
 from bus.errors import (
     A2AError,
@@ -38,7 +38,9 @@ from ..wire import AgentCapability
 __all__ = [
     "PROPAGATED",
     "TEXT_INPUT",
+    "AgentSpec",
     "Binding",
+    "Identity",
     "clip",
     "current",
     "current_context",
@@ -80,35 +82,55 @@ def clip(text: str, limit: int = 4096) -> str:
     return text if len(data) <= limit else data[:limit].decode(errors="ignore")
 
 
-def framework_agent(
-    name: str,
-    handler: Handler,
-    *,
-    framework: str,
-    action: str,
-    summary: str,
-    description: str = "",
-    capabilities: Sequence[AgentCapability | str] = (),
-    max_concurrency: int,
-    metadata: Mapping[str, Any] | None = None,
-    input_schema: Mapping[str, Any] = TEXT_INPUT,
-    estimated_tokens: int = 0,
-) -> Agent:
-    """The bus agent of an adapter: ``handler`` serves ``action``, which is the agent's
-    ``defaultAction`` (where the A2A gateway sends text); ``summary`` describes the action
-    when ``description`` is empty, and the metadata name the framework."""
+class Identity(TypedDict, total=False):
+    """The bus agent's identity, which every adapter takes as keywords besides its name."""
+
+    capabilities: Sequence[AgentCapability | str]
+    """What the agent offers, for routing by capability."""
+    description: str
+    action: str
+    """The action that runs the framework object: the agent's ``defaultAction`` ("run")."""
+    max_concurrency: int | None
+    """Calls served at once per instance (each adapter says its default)."""
+    metadata: Mapping[str, Any] | None
+    """More metadata for the agent's profile (``defaultAction`` and ``framework`` are set)."""
+    estimated_tokens: int
+    """Refuse calls whose token budget is smaller, on arrival."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """The bus agent of an adapter, built once from its keywords (:class:`Identity`)."""
+
+    name: str
+    framework: str
+    summary: str
+    """Describes the action when ``description`` is empty."""
+    input_schema: Mapping[str, Any] = field(default_factory=lambda: TEXT_INPUT)
+    capabilities: Sequence[AgentCapability | str] = ()
+    description: str = ""
+    action: str = "run"
+    max_concurrency: int | None = None
+    metadata: Mapping[str, Any] | None = None
+    estimated_tokens: int = 0
+
+
+def framework_agent(spec: AgentSpec, handler: Handler, default_concurrency: int = 32) -> Agent:
+    """The bus agent of an adapter: ``handler`` serves ``spec.action``, which is the agent's
+    ``defaultAction`` (where the A2A gateway sends text), and the metadata name the framework."""
+    concurrency = spec.max_concurrency
     agent = Agent(
-        name,
-        description=description,
-        capabilities=capabilities,
-        max_concurrency=max_concurrency,
-        metadata={**(metadata or {}), "defaultAction": action, "framework": framework},
+        spec.name,
+        description=spec.description,
+        capabilities=spec.capabilities,
+        max_concurrency=default_concurrency if concurrency is None else concurrency,
+        metadata={**(spec.metadata or {}), "defaultAction": spec.action, "framework": spec.framework},
     )
     agent.action(
-        action,
-        input_schema=input_schema,
-        description=description or summary,
-        estimated_tokens=estimated_tokens,
+        spec.action,
+        input_schema=spec.input_schema,
+        description=spec.description or spec.summary,
+        estimated_tokens=spec.estimated_tokens,
     )(handler)
     return agent
 

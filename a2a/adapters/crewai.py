@@ -62,9 +62,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Unpack
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -80,7 +80,6 @@ from crewai.hooks.dispatch import register_scoped, scoped_hooks
 from crewai.types.usage_metrics import UsageMetrics
 
 from bus.errors import A2AError, AgentError, DeadlineExceeded, InputRequired
-from discovery.profile import AgentCapability
 
 from ..core.agent import Agent
 from ..core.context import Context
@@ -100,50 +99,35 @@ def from_crewai(
     crew_or_factory: Crew | Callable[[], Crew],
     *,
     name: str,
-    capabilities: Sequence[AgentCapability | str] = (),
-    description: str = "",
-    action: str = "run",
     inputs_of: InputsOf | None = None,
     progress: bool = True,
-    max_concurrency: int | None = None,
-    estimated_tokens: int = 0,
-    metadata: Mapping[str, Any] | None = None,
+    **identity: Unpack[bridge.Identity],
 ) -> Agent:
     """A bus agent whose ``action`` kicks off a CrewAI crew on ``params["text"]``.
 
     Args:
         crew_or_factory: a ``Crew``, or a function returning a fresh one per call.
-        name, capabilities, description: those of the bus agent.
-        action: the action that runs the crew (the agent's ``defaultAction``).
+        name: the bus agent's name.
         inputs_of: the crew's ``inputs`` for a call (default ``{"text": text}``).
         progress: send each model answer and tool result as a progress update.
-        max_concurrency: calls served at once (default 1 for a crew, 8 for a factory).
-        estimated_tokens: refuse calls whose token budget is smaller, on arrival.
-        metadata: more metadata for the agent's profile.
+        **identity: the bus agent's ``capabilities``, ``description``, ``action`` (its
+            ``defaultAction``, "run"), ``max_concurrency``, ``metadata`` and
+            ``estimated_tokens`` (:class:`a2a.adapters.bridge.Identity`); ``max_concurrency``
+            defaults to 1 for a crew, 8 for a factory.
 
     Raises:
         TypeError: ``crew_or_factory`` is neither a Crew nor callable.
     """
     if isinstance(crew_or_factory, Crew):
         make: Callable[[], Crew] = crew_or_factory.copy().copy
-        concurrency = 1 if max_concurrency is None else max_concurrency
+        concurrency = 1
     elif callable(crew_or_factory):
-        make, concurrency = crew_or_factory, 8 if max_concurrency is None else max_concurrency
+        make, concurrency = crew_or_factory, 8
     else:
         raise TypeError(f"from_crewai() needs a Crew or a crew factory, not {type(crew_or_factory).__name__}")
     runner = _Runner(make, inputs_of, progress)
-    return bridge.framework_agent(
-        name,
-        runner.handle,
-        framework=FRAMEWORK,
-        action=action,
-        summary=f"Kick off the CrewAI crew {name} on a text.",
-        description=description,
-        capabilities=capabilities,
-        max_concurrency=concurrency,
-        metadata=metadata,
-        estimated_tokens=estimated_tokens,
-    )
+    spec = bridge.AgentSpec(name, FRAMEWORK, f"Kick off the CrewAI crew {name} on a text.", **identity)
+    return bridge.framework_agent(spec, runner.handle, default_concurrency=concurrency)
 
 
 class _Runner:

@@ -53,9 +53,9 @@ What maps to what:
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing, suppress
-from typing import Any, cast
+from typing import Any, Unpack, cast
 from urllib.parse import quote
 
 from langchain_core.messages import HumanMessage
@@ -66,7 +66,6 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt
 
 from bus.errors import A2AError, AgentError, InputRequired, InvalidParams, MaxHopsExceeded
-from discovery.profile import AgentCapability
 
 from ..core.agent import Agent
 from ..core.context import Context
@@ -104,15 +103,11 @@ def from_langgraph(
     graph: AnyGraph,
     *,
     name: str,
-    capabilities: Sequence[AgentCapability | str] = (),
-    description: str = "",
-    action: str = "run",
     input_of: Callable[[str], Any] | None = None,
     output_of: Callable[[Any], Any] | None = None,
     recursion_limit: int = 25,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
-    max_concurrency: int = 32,
-    metadata: Mapping[str, Any] | None = None,
+    **identity: Unpack[bridge.Identity],
 ) -> Agent:
     """A bus agent whose ``action`` runs ``graph`` (a compiled ``StateGraph``, any Pregel).
 
@@ -132,8 +127,10 @@ def from_langgraph(
         recursion_limit: LangGraph's step limit for each run.
         checkpointer: a saver to run the graph with, instead of the one it was compiled
             with; needed to answer interrupts, and shared by every replica to do so.
-        max_concurrency: graph runs at once per instance.
-        metadata: extra agent metadata (``defaultAction`` and ``framework`` are set).
+        **identity: the bus agent's ``capabilities``, ``description``, ``action`` (its
+            ``defaultAction``, "run"), ``max_concurrency``, ``metadata`` and
+            ``estimated_tokens`` (:class:`a2a.adapters.bridge.Identity`); ``max_concurrency``
+            is graph runs at once per instance (default 32).
 
     Raises:
         ValueError: the graph has no ``messages`` channel and ``input_of`` is missing,
@@ -148,18 +145,9 @@ def from_langgraph(
             raise ValueError(f"{name}: the graph has no 'messages' channel; pass input_of(text) -> input")
         input_of = _as_messages
     run = _GraphRun(graph, input_of, output_of or final_output, recursion_limit)
-    return bridge.framework_agent(
-        name,
-        run.handle,
-        framework="langgraph",
-        action=action,
-        summary=f"Run the LangGraph graph of {name} on a text.",
-        description=description,
-        capabilities=capabilities,
-        max_concurrency=max_concurrency,
-        metadata=metadata,
-        input_schema=INPUT_SCHEMA,
-    )
+    summary = f"Run the LangGraph graph of {name} on a text."
+    spec = bridge.AgentSpec(name, "langgraph", summary, INPUT_SCHEMA, **identity)
+    return bridge.framework_agent(spec, run.handle)
 
 
 def _as_messages(text: str) -> dict[str, Any]:

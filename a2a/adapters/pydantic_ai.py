@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic import BaseModel
 from pydantic_ai import DeferredToolRequests, Tool, ToolFailed
@@ -58,7 +58,6 @@ from bus.errors import (
     DeadlineExceeded,
     InputRequired,
 )
-from discovery.profile import AgentCapability
 
 from ..core.agent import Agent
 from ..core.context import Context
@@ -81,29 +80,25 @@ def from_pydantic_ai(
     agent: AbstractAgent[Any, Any],
     *,
     name: str,
-    capabilities: Sequence[AgentCapability | str] = (),
-    description: str = "",
-    action: str = "run",
     deps: Any = None,
     deps_of: DepsFactory | None = None,
     usage_limits: UsageLimits | None = None,
     progress: bool = True,
-    max_concurrency: int = 32,
-    estimated_tokens: int = 0,
-    metadata: Mapping[str, Any] | None = None,
+    **identity: Unpack[bridge.Identity],
 ) -> Agent:
     """A bus agent whose ``action`` runs the pydantic-ai ``agent`` on ``params["text"]``.
 
     Args:
         agent: the pydantic-ai agent (an ``Agent`` or any ``AbstractAgent``), with its model set.
-        name, capabilities, description, max_concurrency: those of the bus agent.
-        action: the action that runs it (the agent's ``defaultAction``).
+        name: the bus agent's name.
         deps: the ``deps`` every run gets; or ``deps_of(ctx)`` builds them per call.
         usage_limits: pydantic-ai's limits (default: its own, 50 requests); its
             ``total_tokens_limit`` is lowered to the call's token budget.
         progress: send each model response and tool result as a progress update.
-        estimated_tokens: refuse calls whose token budget is smaller, on arrival.
-        metadata: more metadata for the agent's profile.
+        **identity: the bus agent's ``capabilities``, ``description``, ``action`` (its
+            ``defaultAction``, "run"), ``max_concurrency``, ``metadata`` and
+            ``estimated_tokens`` (:class:`a2a.adapters.bridge.Identity`); ``max_concurrency``
+            defaults to 32.
 
     Raises:
         ValueError: both ``deps`` and ``deps_of`` are given.
@@ -111,18 +106,8 @@ def from_pydantic_ai(
     if deps is not None and deps_of is not None:
         raise ValueError("give deps or deps_of, not both")
     runner = _Runner(agent, deps, deps_of, usage_limits or UsageLimits(), progress)
-    return bridge.framework_agent(
-        name,
-        runner.handle,
-        framework=FRAMEWORK,
-        action=action,
-        summary=f"Run the pydantic-ai agent {agent.name or name} on a prompt.",
-        description=description,
-        capabilities=capabilities,
-        max_concurrency=max_concurrency,
-        metadata=metadata,
-        estimated_tokens=estimated_tokens,
-    )
+    summary = f"Run the pydantic-ai agent {agent.name or name} on a prompt."
+    return bridge.framework_agent(bridge.AgentSpec(name, FRAMEWORK, summary, **identity), runner.handle)
 
 
 def pydantic_ai_tools(tools: Sequence[BusTool]) -> list[Tool[Any]]:

@@ -10,6 +10,7 @@ from .agent import Agent as Agent
 from .context import Context as Context
 from .hosting import AgentHost as AgentHost
 from .hosting import HostStats as HostStats
+from .options import CallOptions as CallOptions
 from .peer import Peer as Peer
 from .peer import peer_agent as peer_agent
 from .route import Route as Route
@@ -23,6 +24,7 @@ __all__ = [
     "Action",
     "Agent",
     "AgentHost",
+    "CallOptions",
     "Context",
     "HostStats",
     "Peer",

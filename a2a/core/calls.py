@@ -1,6 +1,6 @@
 """The caller side of a call: lineage, routing, caller checks, retries, caller audit.
 
-CallPath.request(target, action, params, parent=ctx)
+CallPath.request(target, action, params, options, parent=ctx)
   lineage     the new request's metadata: depth, chain, deadline, budget, hop of its parent
   routing     by name, by instance, or the best instance from the registry view
   checks      depth, roster (may the caller invoke the target), cycles, objectives in progress
@@ -12,7 +12,6 @@ CallPath.request(target, action, params, parent=ctx)
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import anyio
@@ -20,16 +19,13 @@ import msgspec
 
 from bus import Bus
 from bus.errors import A2AError, CycleDetected, DeadlineExceeded, NoCapableAgent, NoResponders
-from bus.handoff import Delegation, Grants
 from bus.ids import new_id
 from bus.limits import check_cycle, check_depth
 from bus.wire import (
     PROTOCOL_VERSION,
     Metadata,
     NotificationEnvelope,
-    Orchestration,
     Payload,
-    Priority,
     RequestEnvelope,
     ResponseEnvelope,
 )
@@ -39,6 +35,7 @@ from ..delegation.roster import AgentRules
 from ..stores.audit import caller_record
 from ..stores.history import objective_key
 from .grants import GrantIssuer
+from .options import DEFAULT, CallOptions
 from .route import Route, Target, as_route
 from .services import Services
 from .settings import Settings
@@ -93,22 +90,14 @@ class CallPath:
         target: Target,
         action: str,
         params: dict[str, Any] | None,
+        options: CallOptions = DEFAULT,
         *,
         parent: Parent | None = None,
-        timeout: float | None = None,
-        user_id: str | None = None,
-        conversation_id: str | None = None,
-        priority: Priority | None = None,
-        budget: int | None = None,
-        grants: Grants | None = None,
-        delegation: Delegation | None = None,
         fan_out: int | None = None,
-        correlation_id: str | None = None,
-        on_progress: Callable[[Any], None] | None = None,
-        max_hops: int | None = None,
-        orchestration: Orchestration | None = None,
     ) -> ResponseEnvelope:
         """Send one request and return its response.
+
+        ``fan_out`` is how many children the parent has in flight, this one included.
 
         This is the caller's hot path, written flat (one coroutine from here to the bus):
         the envelope is built once with this hop counted and the time left, each check
@@ -123,18 +112,11 @@ class CallPath:
         services = self.services
         clock = services.clock
         t0 = clock()
-        limit = self.settings.default_timeout if timeout is None else timeout
+        limit = self.settings.default_timeout if options.timeout is None else options.timeout
         if parent is not None:
             limit = min(limit, parent.deadline - t0)
-        meta = self._metadata(
-            parent,
-            timeout=limit if limit > 0 else 0.0,
-            priority=priority,
-            budget=budget,
-            nested=grants.allow_nested_calls if grants is not None else True,
-            fan_out=fan_out,
-            correlation_id=correlation_id,
-        )
+        meta = self._metadata(parent, options, limit if limit > 0 else 0.0, fan_out=fan_out)
+        max_hops = options.max_hops
         if max_hops is not None and max_hops < meta.max_hops:
             meta.max_hops = max(1, max_hops)
         source = parent.agent if parent is not None else self.client
@@ -142,7 +124,9 @@ class CallPath:
             message_id=new_id(),
             source_agent_id=source,
             target_agent_id=route.agent or str(route),
-            conversation_id=parent.request.conversation_id if parent else (conversation_id or new_id()),
+            conversation_id=parent.request.conversation_id
+            if parent
+            else (options.conversation_id or new_id()),
             protocol_version=PROTOCOL_VERSION,
             payload=Payload(action=action, parameters=params),
             metadata=meta,
@@ -150,17 +134,18 @@ class CallPath:
         if parent is not None:  # the parent's user and grant, unchanged (an agent cannot sign one)
             env.user_id = parent.request.user_id
             env.user_grant = parent.request.user_grant
-        elif user_id is not None:
-            env.user_id = user_id
-            env.user_grant = self._grant(user_id, env.conversation_id)
+        elif options.user_id is not None:
+            env.user_id = options.user_id
+            env.user_grant = self._grant(options.user_id, env.conversation_id)
         if route.capabilities:
             env.required_capabilities = list(route.capabilities)
-        if grants is not None:
-            env.grants = grants
+        delegation = options.delegation
+        if options.grants is not None:
+            env.grants = options.grants
         if delegation is not None:
             env.delegation = delegation
-        if orchestration is not None:
-            env.orchestration = orchestration
+        if options.orchestration is not None:
+            env.orchestration = options.orchestration
         hop = meta.hop_count - 1  # the caller's own hop: where a refusal here happened
         instance: str | None = None
         objective: str | None = None
@@ -202,7 +187,7 @@ class CallPath:
                     sent = True
                     try:
                         response = await self._caller.request(
-                            subject, env, timeout=left, headers=headers, on_progress=on_progress
+                            subject, env, timeout=left, headers=headers, on_progress=options.on_progress
                         )
                         break
                     except NoResponders:
@@ -237,18 +222,16 @@ class CallPath:
     def _metadata(
         self,
         parent: Parent | None,
-        *,
+        options: CallOptions,
         timeout: float,
-        priority: Priority | None,
-        budget: int | None,
-        nested: bool = True,
+        *,
         fan_out: int | None = None,
-        correlation_id: str | None = None,
         batch_replies: bool = True,
     ) -> Metadata:
         """A new request's metadata, counting its hop: fresh for a call from outside, inherited otherwise."""
         now = int(time.time() * 1000)
         ttl_ms = int(timeout * 1000)
+        priority, budget, correlation_id = options.priority, options.budget, options.correlation_id
         if parent is None:
             s = self.settings
             meta = Metadata(
@@ -272,7 +255,7 @@ class CallPath:
         # Never deeper than the parent allowed, nor than the calling agent's own limit; a
         # callee that may not delegate gets a limit its own calls would reach at once.
         max_depth = min(pm.max_depth, rules.max_depth)
-        if not nested:
+        if options.grants is not None and not options.grants.allow_nested_calls:
             max_depth = min(max_depth, depth + 1)
         return Metadata(
             timestamp=now,
@@ -350,9 +333,7 @@ class CallPath:
         user_id: str | None = None,
     ) -> None:
         """Publish a notification (one hop more than its parent)."""
-        meta = self._metadata(
-            parent, timeout=self.settings.default_timeout, priority=None, budget=None, batch_replies=False
-        )
+        meta = self._metadata(parent, DEFAULT, self.settings.default_timeout, batch_replies=False)
         conversation = parent.request.conversation_id if parent else new_id()
         env = NotificationEnvelope(
             message_id=new_id(),

@@ -3,26 +3,33 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 
-from bus.errors import A2AError, BudgetExceeded, FanOutExceeded, PermissionDenied
-from bus.handoff import Delegation, Grants
+from bus.errors import A2AError, FanOutExceeded, PermissionDenied
+from bus.handoff import ContextFilter, Grants, HandoffData, ThreadMode
 from bus.protocol import PROGRESS_BYTES
 from bus.wire import NotificationEnvelope, Priority, RequestEnvelope, ResponseEnvelope, TokenUsage
 
 from ..delegation.roster import AgentRules
-from ..delegation.views import DelegationRequest
-from .calls import CallPath
-from .delegating import Delegating
+from ..delegation.views import (
+    DelegationRequest,
+    DelegationResponse,
+    DelegationStep,
+    FanOutResult,
+    GatherPolicy,
+)
+from .budget import Budget
+from .delegating import Delegator
+from .instance import Instance
+from .options import DEFAULT, CallOptions
 from .route import Target
 from .services import Services
 from .slots import Lease
 
-__all__ = ["Context", "Instance"]
+__all__ = ["Context"]
 
 log = logging.getLogger("a2a.agent")
 _encode = msgspec.json.Encoder().encode
@@ -38,19 +45,7 @@ def _narrow(inherited: list[str] | None, requested: Sequence[str] | None) -> lis
     return [t for t in inherited if t in allowed]
 
 
-@dataclass(frozen=True, slots=True)
-class Instance:
-    """What every context of one hosted instance shares."""
-
-    services: Services
-    calls: CallPath
-    agent: str
-    instance_id: str
-    progress: Callable[[str, bytes], Awaitable[None]]
-    """Sends a progress update on a reply subject (the hosting endpoint's)."""
-
-
-class Context(Delegating):
+class Context:
     """The handling of one request (or notification) by one agent instance.
 
     Calls made through the context are children of this request: they carry its
@@ -60,16 +55,16 @@ class Context(Delegating):
     """
 
     __slots__ = (
+        "_budget",
         "_children",
+        "_delegating",
         "_instance",
         "_lease",
-        "_reserved",
         "action",
         "deadline",
         "params",
         "request",
         "tools_used",
-        "usage",
     )
 
     def __init__(
@@ -87,13 +82,12 @@ class Context(Delegating):
         """The name of the action being handled (or the notification's topic)."""
         self.params = params
         """Its parameters: ``payload.parameters``, or a delegation's structured ``input``."""
-        self.usage = TokenUsage()
-        """Tokens this handler and its settled children used; reported back with the result."""
         self.tools_used: list[str] = []
         self._instance = instance
         self._lease = lease
-        self._reserved = 0
+        self._budget = Budget(request.metadata.budget)
         self._children = 0
+        self._delegating: Delegator | None = None
 
     # -- what this request is -------------------------------------------------------------
 
@@ -150,10 +144,17 @@ class Context(Delegating):
     @property
     def budget_left(self) -> int | None:
         """Tokens this handler may still spend or hand out; None when unlimited."""
-        budget = self.request.metadata.budget
-        if budget is None:
-            return None
-        return budget - self.usage.total - self._reserved
+        return self._budget.left
+
+    @property
+    def usage(self) -> TokenUsage:
+        """Tokens this handler and its settled children used; reported back with the result."""
+        return self._budget.usage
+
+    @property
+    def calls_in_flight(self) -> int:
+        """Calls this handler has made that have not ended yet."""
+        return self._children
 
     def remaining(self) -> float:
         """Seconds left before this request's deadline."""
@@ -178,50 +179,7 @@ class Context(Delegating):
         Raises:
             BudgetExceeded: the call's token budget is now overspent.
         """
-        self.usage.prompt += prompt
-        self.usage.completion += completion
-        self.usage.total += prompt + completion
-        left = self.budget_left
-        if left is not None and left < 0:
-            raise BudgetExceeded(
-                f"{self.agent} used {self.usage.total} tokens of a "
-                f"{self.request.metadata.budget}-token budget",
-                details={"used": self.usage.total, "budget": self.request.metadata.budget},
-            )
-
-    def _reserve(self, requested: int | None) -> tuple[int | None, int]:
-        """A child call's budget, and how much of this handler's it holds until it settles.
-
-        An explicit ``requested`` amount is held. Without one, the child may use all that
-        is left but holds nothing: calls made in parallel (a framework running several
-        tool calls at once) share what is left instead of the first taking it all. Such
-        siblings may together spend more than was left; once settled, the overspend
-        refuses this handler's next call and its next :meth:`report_usage`.
-        """
-        left = self.budget_left
-        if left is None:
-            return requested, 0
-        if requested is None:
-            if left <= 0:
-                raise BudgetExceeded(
-                    f"no budget left for a call: {self.usage.total} of {self.request.metadata.budget} used",
-                    details={"left": left},
-                )
-            return left, 0
-        if requested <= 0 or requested > left:
-            raise BudgetExceeded(
-                f"a call needing {requested} tokens cannot be paid for: {left} of the budget left",
-                details={"requested": requested, "left": left},
-            )
-        self._reserved += requested
-        return requested, requested
-
-    def _settle(self, held: int, used: TokenUsage | None) -> None:
-        self._reserved -= held
-        if used is not None:
-            self.usage.prompt += used.prompt
-            self.usage.completion += used.completion
-            self.usage.total += used.total
+        self._budget.spend(self.agent, prompt, completion)
 
     async def progress(self, update: Any) -> None:
         """Tell the caller how the work goes (a JSON-serialisable value), before the result.
@@ -273,43 +231,39 @@ class Context(Delegating):
         Raises:
             A2AError: the typed error the call ended with.
         """
-        response = await self._child(
-            target,
-            action,
-            params,
+        options = CallOptions(
             timeout=timeout,
             priority=priority,
             budget=budget,
-            grants=self._child_grants(allowed_tools, allow_nested_calls),
+            grants=self.grants_for(allowed_tools, allow_nested_calls),
             on_progress=on_progress,
         )
+        response = await self.invoke(target, action, params, options)
         return response.payload.result
 
     async def notify(self, topic: str, params: dict[str, Any] | None = None) -> None:
         """Publish a notification on ``topic``; no reply is awaited."""
         await self._instance.calls.notify(topic, params, parent=self)
 
-    def _child_grants(self, allowed_tools: Sequence[str] | None, allow_nested_calls: bool) -> Grants | None:
+    def grants_for(self, allowed_tools: Sequence[str] | None, allow_nested_calls: bool) -> Grants | None:
+        """The rights of a call this handler makes: never wider than its own."""
         inherited = self.request.grants.allowed_tools if self.request.grants else None
         tools = _narrow(inherited, allowed_tools)
         if tools is None and allow_nested_calls:
             return None
         return Grants(allowed_tools=tools, allow_nested_calls=allow_nested_calls)
 
-    async def _child(
-        self,
-        target: Target,
-        action: str,
-        params: dict[str, Any] | None,
-        *,
-        timeout: float | None,
-        priority: Priority | None,
-        budget: int | None,
-        grants: Grants | None,
-        delegation: Delegation | None = None,
-        correlation_id: str | None = None,
-        on_progress: Callable[[Any], None] | None = None,
+    async def invoke(
+        self, target: Target, action: str, params: dict[str, Any] | None, options: CallOptions = DEFAULT
     ) -> ResponseEnvelope:
+        """Make a call as :meth:`call` does, with ``options`` whole, and return the whole response.
+
+        The call is a child of this request (see the class); ``options.grants`` should come
+        from :meth:`grants_for`, and ``options.budget`` is reserved from this handler's.
+
+        Raises:
+            A2AError: the typed error the call ended with.
+        """
         if self.request.grants is not None and not self.request.grants.allow_nested_calls:
             raise PermissionDenied(
                 f"{self.agent} may not delegate further: its caller disallowed nested calls",
@@ -324,7 +278,10 @@ class Context(Delegating):
                 hop=self.hop,
                 details={"fanOut": self._children + 1, "maxFanOut": limit},
             )
-        reserved, held = self._reserve(budget)
+        budget = self._budget
+        reserved, held = budget.reserve(options.budget)
+        if reserved != options.budget:
+            options = msgspec.structs.replace(options, budget=reserved)
         self._children += 1
         used: TokenUsage | None = None
         # While the call is out this handler's slot is lent to other requests, so agents
@@ -332,18 +289,7 @@ class Context(Delegating):
         lent = self._lease is not None and self._lease.give_up()
         try:
             response = await self._instance.calls.request(
-                target,
-                action,
-                params,
-                parent=self,
-                timeout=timeout,
-                priority=priority,
-                budget=reserved,
-                grants=grants,
-                delegation=delegation,
-                fan_out=self._children,
-                correlation_id=correlation_id,
-                on_progress=on_progress,
+                target, action, params, options, parent=self, fan_out=self._children
             )
             used = response.payload.usage
             return response
@@ -352,7 +298,91 @@ class Context(Delegating):
             raise
         finally:
             self._children -= 1
-            self._settle(held, used)
+            budget.settle(held, used)
             if lent:
                 assert self._lease is not None
                 await self._lease.take()
+
+    # -- delegating (seeds 000 and 002) ---------------------------------------------------
+
+    async def delegate(
+        self,
+        target: Target | DelegationStep,
+        task: str = "",
+        *,
+        objective: str = "",
+        action: str = "task",
+        context: ContextFilter | None = None,
+        max_context_tokens: int = 4000,
+        workspace: str | None = None,
+        input: Any = None,
+        context_hints: Sequence[str] = (),
+        handoff: HandoffData | None = None,
+        thread_mode: ThreadMode = "new",
+        thread_id: str | None = None,
+        allowed_tools: Sequence[str] | None = None,
+        allow_nested_calls: bool = False,
+        budget: int | None = None,
+        timeout: float | None = None,
+    ) -> DelegationResponse:
+        """Delegate a task with only the context it needs; returns seed 002's response.
+
+        ``target`` is where the task goes, or a whole :class:`a2a.DelegationStep` (then the
+        other arguments are not used). The callee gets ``task`` and the part of this
+        conversation ``context`` selects, fitted into ``max_context_tokens`` (files under
+        ``workspace`` when the filter includes it), all redacted of PII.
+        ``thread_mode="reuse"`` continues the callee thread ``thread_id`` of an earlier
+        delegation. Nested calls are off by default (seed 000). The interaction is recorded
+        once in the conversation history.
+
+        Raises:
+            A2AError: the typed error the delegation ended with.
+        """
+        if not isinstance(target, DelegationStep):
+            target = DelegationStep(
+                target=target,
+                task=task,
+                objective=objective,
+                action=action,
+                context=context,
+                max_context_tokens=max_context_tokens,
+                workspace=workspace,
+                input=input,
+                context_hints=context_hints,
+                handoff=handoff,
+                thread_mode=thread_mode,
+                thread_id=thread_id,
+                allowed_tools=allowed_tools,
+                allow_nested_calls=allow_nested_calls,
+                budget=budget,
+                timeout=timeout,
+            )
+        return await self._delegator().delegate(target)
+
+    async def chain(self, steps: Sequence[DelegationStep]) -> list[DelegationResponse]:
+        """Sequential delegation; each step gets the previous result as ``handoff.intermediate_results``.
+
+        Raises:
+            A2AError: the first failing step's error; ``details['completedSteps']`` says how far it got.
+        """
+        return await self._delegator().chain(steps)
+
+    async def fan_out(
+        self, steps: Sequence[DelegationStep], *, gather: GatherPolicy = "all", quorum: int | None = None
+    ) -> FanOutResult:
+        """Parallel delegation to several agents.
+
+        ``gather``: ``all`` waits for every branch; ``first`` returns at the first
+        success; ``quorum`` at ``quorum`` successes. Branches still running then are
+        cancelled (across processes) and, like results arriving after that point,
+        counted in ``dropped``. Failed branches appear as failed responses.
+
+        Raises:
+            FanOutExceeded: more branches than this agent's ``max_fan_out`` (nothing is sent).
+        """
+        return await self._delegator().fan_out(steps, gather, quorum)
+
+    def _delegator(self) -> Delegator:
+        if self._delegating is None:
+            self._delegating = Delegator(self)
+        return self._delegating

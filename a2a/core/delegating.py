@@ -1,8 +1,8 @@
 """Delegation (seeds 000 and 002): a task with only the context it needs, in sequence or in parallel.
 
-The caller side is a mixin of :class:`a2a.Context` (``delegate``, ``chain``,
-``fan_out``); :func:`finish_delegation` is the callee side, shaping a delegated task's
-outcome and keeping its thread's history.
+The caller side is a :class:`Delegator`, which a handler context owns and which uses only
+its public surface (:class:`Handling`); :func:`finish_delegation` is the callee side,
+shaping a delegated task's outcome and keeping its thread's history.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import anyio
 from bus.errors import A2AError, FanOutExceeded, InvalidParams, PermissionDenied, Unavailable
 from bus.handoff import (
     ChatMessage,
-    ContextFilter,
     Delegation,
     DelegationResult,
     FilteredContext,
@@ -25,7 +24,7 @@ from bus.handoff import (
     HandoffData,
 )
 from bus.ids import new_id
-from bus.wire import NotificationEnvelope, Priority, RequestEnvelope, ResponseEnvelope
+from bus.wire import NotificationEnvelope, RequestEnvelope, ResponseEnvelope
 
 from ..delegation.redact import Redactor
 from ..delegation.roster import AgentRules
@@ -37,18 +36,15 @@ from ..delegation.views import (
     as_delegation_result,
 )
 from ..stores.history import Interaction, preview
+from .options import CallOptions
 from .route import Target
 from .services import Services
 
-__all__ = ["Delegating", "finish_delegation"]
+__all__ = ["Delegator", "Handling", "finish_delegation"]
 
 
-class _Scope(Protocol):
-    """What delegation needs of the handler context it runs in."""
-
-    request: RequestEnvelope | NotificationEnvelope
-    tools_used: list[str]
-    _children: int
+class Handling(Protocol):
+    """The public surface of the handler context (:class:`a2a.Context`) a delegator works for."""
 
     @property
     def services(self) -> Services: ...
@@ -66,93 +62,31 @@ class _Scope(Protocol):
     def rules(self) -> AgentRules: ...
     @property
     def budget_left(self) -> int | None: ...
+    @property
+    def calls_in_flight(self) -> int: ...
 
-    def _child_grants(
-        self, allowed_tools: Sequence[str] | None, allow_nested_calls: bool
-    ) -> Grants | None: ...
+    def grants_for(self, allowed_tools: Sequence[str] | None, allow_nested_calls: bool) -> Grants | None: ...
 
-    async def _child(
-        self,
-        target: Target,
-        action: str,
-        params: dict[str, Any] | None,
-        *,
-        timeout: float | None,
-        priority: Priority | None,
-        budget: int | None,
-        grants: Grants | None,
-        delegation: Delegation | None = None,
-        correlation_id: str | None = None,
+    async def invoke(
+        self, target: Target, action: str, params: dict[str, Any] | None, options: CallOptions = ...
     ) -> ResponseEnvelope: ...
 
-    async def _delegate(self, step: DelegationStep) -> tuple[DelegationResponse, A2AError | None]: ...
 
+class Delegator:
+    """Delegation for one handling: ``delegate``, ``chain`` and ``fan_out`` of :class:`a2a.Context`."""
 
-class Delegating:
-    """``delegate``, ``chain`` and ``fan_out`` of a handler context."""
+    __slots__ = ("_ctx",)
 
-    __slots__ = ()
+    def __init__(self, ctx: Handling) -> None:
+        self._ctx = ctx
 
-    async def delegate(
-        self: _Scope,
-        target: Target,
-        task: str,
-        *,
-        objective: str = "",
-        action: str = "task",
-        context: ContextFilter | None = None,
-        max_context_tokens: int = 4000,
-        workspace: str | None = None,
-        input: Any = None,
-        context_hints: Sequence[str] = (),
-        handoff: HandoffData | None = None,
-        thread_mode: str = "new",
-        thread_id: str | None = None,
-        allowed_tools: Sequence[str] | None = None,
-        allow_nested_calls: bool = False,
-        budget: int | None = None,
-        timeout: float | None = None,
-    ) -> DelegationResponse:
-        """Delegate a task with only the context it needs; returns seed 002's response.
-
-        The callee gets ``task`` and the part of this conversation ``context`` selects,
-        fitted into ``max_context_tokens`` (files under ``workspace`` when the filter
-        includes it), all redacted of PII. ``thread_mode="reuse"`` continues the callee
-        thread ``thread_id`` of an earlier delegation. Nested calls are off by default
-        (seed 000). The interaction is recorded once in the conversation history.
-
-        Raises:
-            A2AError: the typed error the delegation ended with.
-        """
-        step = DelegationStep(
-            target=target,
-            task=task,
-            objective=objective,
-            action=action,
-            context=context,
-            max_context_tokens=max_context_tokens,
-            workspace=workspace,
-            input=input,
-            context_hints=context_hints,
-            handoff=handoff,
-            thread_mode=thread_mode,  # type: ignore[arg-type]
-            thread_id=thread_id,
-            allowed_tools=allowed_tools,
-            allow_nested_calls=allow_nested_calls,
-            budget=budget,
-            timeout=timeout,
-        )
+    async def delegate(self, step: DelegationStep) -> DelegationResponse:
         response, error = await self._delegate(step)
         if error is not None:
             raise error
         return response
 
-    async def chain(self: _Scope, steps: Sequence[DelegationStep]) -> list[DelegationResponse]:
-        """Sequential delegation; each step gets the previous result as ``handoff.intermediate_results``.
-
-        Raises:
-            A2AError: the first failing step's error; ``details['completedSteps']`` says how far it got.
-        """
+    async def chain(self, steps: Sequence[DelegationStep]) -> list[DelegationResponse]:
         responses: list[DelegationResponse] = []
         for step in steps:
             if responses:
@@ -179,33 +113,20 @@ class Delegating:
         return responses
 
     async def fan_out(
-        self: _Scope,
-        steps: Sequence[DelegationStep],
-        *,
-        gather: GatherPolicy = "all",
-        quorum: int | None = None,
+        self, steps: Sequence[DelegationStep], gather: GatherPolicy, quorum: int | None
     ) -> FanOutResult:
-        """Parallel delegation to several agents.
-
-        ``gather``: ``all`` waits for every branch; ``first`` returns at the first
-        success; ``quorum`` at ``quorum`` successes. Branches still running then are
-        cancelled (across processes) and, like results arriving after that point,
-        counted in ``dropped``. Failed branches appear as failed responses.
-
-        Raises:
-            FanOutExceeded: more branches than this agent's ``max_fan_out`` (nothing is sent).
-        """
-        limit = self.rules.max_fan_out - self._children
+        ctx = self._ctx
+        rules = ctx.rules
+        limit = rules.max_fan_out - ctx.calls_in_flight
         if len(steps) > limit:
             raise FanOutExceeded(
-                f"{len(steps)} parallel delegates exceed {self.agent}'s fan-out limit "
-                f"of {self.rules.max_fan_out}",
-                agent=self.agent,
-                hop=self.hop,
-                details={"fanOut": len(steps), "maxFanOut": self.rules.max_fan_out},
+                f"{len(steps)} parallel delegates exceed {ctx.agent}'s fan-out limit of {rules.max_fan_out}",
+                agent=ctx.agent,
+                hop=ctx.hop,
+                details={"fanOut": len(steps), "maxFanOut": rules.max_fan_out},
             )
         needed = {"all": len(steps), "first": 1, "quorum": quorum or len(steps)}[gather]
-        left = self.budget_left
+        left = ctx.budget_left
         if left is not None and any(s.budget is None for s in steps):
             share = left // max(1, len(steps))
             steps = [s if s.budget is not None else dataclasses.replace(s, budget=share) for s in steps]
@@ -233,8 +154,9 @@ class Delegating:
         result.dropped += finished.count(False)
         return result
 
-    async def _delegate(self: _Scope, step: DelegationStep) -> tuple[DelegationResponse, A2AError | None]:
-        services = self.services
+    async def _delegate(self, step: DelegationStep) -> tuple[DelegationResponse, A2AError | None]:
+        ctx = self._ctx
+        services = ctx.services
         redactor = services.redactor
         correlation_id = new_id()
         start = services.clock()
@@ -245,8 +167,8 @@ class Delegating:
             if step.thread_mode == "reuse":
                 if not step.thread_id:
                     raise InvalidParams("thread_mode 'reuse' needs the thread_id of an earlier delegation")
-                await _check_thread_owner(self, step.thread_id)
-            context = await _filtered_context(self, step) if step.context is not None else None
+                await _check_thread_owner(ctx, step.thread_id)
+            context = await _filtered_context(ctx, step) if step.context is not None else None
             delegation = Delegation(
                 task=redactor.redact(step.task),
                 objective=redactor.redact(step.objective),
@@ -258,28 +180,25 @@ class Delegating:
                 thread_id=thread_id,
                 max_context_tokens=step.max_context_tokens,
             )
-            raw = await self._child(
-                step.target,
-                step.action,
-                None,
+            options = CallOptions(
                 timeout=step.timeout,
-                priority=None,
                 budget=step.budget,
-                grants=self._child_grants(step.allowed_tools, step.allow_nested_calls),
+                grants=ctx.grants_for(step.allowed_tools, step.allow_nested_calls),
                 delegation=delegation,
                 correlation_id=correlation_id,
             )
+            raw = await ctx.invoke(step.target, step.action, None, options)
             response = DelegationResponse.from_response(raw, (services.clock() - start) * 1000, thread_id)
         except A2AError as exc:
             error = exc
             response = DelegationResponse.from_error(
                 correlation_id, str(step.target), exc, (services.clock() - start) * 1000, thread_id
             )
-        await _record(self, step, response)
+        await _record(ctx, step, response)
         return response, error
 
 
-async def _filtered_context(scope: _Scope, step: DelegationStep) -> FilteredContext:
+async def _filtered_context(scope: Handling, step: DelegationStep) -> FilteredContext:
     assert step.context is not None
     services = scope.services
     source = scope.thread_id or scope.conversation_id
@@ -305,13 +224,13 @@ async def _filtered_context(scope: _Scope, step: DelegationStep) -> FilteredCont
     return built
 
 
-async def _check_thread_owner(scope: _Scope, thread_id: str) -> None:
+async def _check_thread_owner(scope: Handling, thread_id: str) -> None:
     if scope.services.history is None:
         raise Unavailable("reusing a thread needs the history store (set REDIS_URL)")
     await _check_owner(scope, thread_id, "thread")
 
 
-async def _check_owner(scope: _Scope, conversation_id: str, kind: str) -> None:
+async def _check_owner(scope: Handling, conversation_id: str, kind: str) -> None:
     """Only the owner's calls read a conversation that belongs to a user (a call without a user none)."""
     history = scope.services.history
     assert history is not None
@@ -325,7 +244,7 @@ async def _check_owner(scope: _Scope, conversation_id: str, kind: str) -> None:
         )
 
 
-async def _record(scope: _Scope, step: DelegationStep, response: DelegationResponse) -> None:
+async def _record(scope: Handling, step: DelegationStep, response: DelegationResponse) -> None:
     services = scope.services
     history = services.history
     if history is None:

@@ -44,8 +44,9 @@ from ..stores.audit import callee_record
 from .admission import admit, claim_stored
 from .agent import Agent
 from .calls import CallPath
-from .context import Context, Instance
+from .context import Context
 from .delegating import finish_delegation
+from .instance import Instance
 from .services import Services
 from .slots import Lease, Slots
 

@@ -21,11 +21,12 @@ from types import TracebackType
 from typing import Any
 
 import anyio
+import msgspec
 
 from bus import Bus
 from bus.errors import DeadlineExceeded, NoCapableAgent, Unavailable
 from bus.tasks import loop_clock
-from bus.wire import Orchestration, Priority, ResponseEnvelope
+from bus.wire import Priority, ResponseEnvelope
 from discovery import LocalView, Registry
 from transports import MessageHandler, Subscription, Transport, TransportError
 
@@ -41,6 +42,7 @@ from .calls import CallPath
 from .grants import GrantIssuer
 from .guard import Guard
 from .hosting import AgentHost
+from .options import CallOptions
 from .presence import Presence
 from .route import Target
 from .services import Services
@@ -310,10 +312,7 @@ class Runtime:
         Raises:
             A2AError: the typed error the call ended with.
         """
-        response = await self.calls.request(
-            target,
-            action,
-            params,
+        options = CallOptions(
             timeout=timeout,
             user_id=user_id,
             conversation_id=conversation_id,
@@ -321,6 +320,7 @@ class Runtime:
             budget=budget,
             on_progress=on_progress,
         )
+        response = await self.calls.request(target, action, params, options)
         return response.payload.result
 
     async def request(
@@ -328,39 +328,42 @@ class Runtime:
         target: Target,
         action: str,
         params: dict[str, Any] | None = None,
+        options: CallOptions | None = None,
         *,
         timeout: float | None = None,
         user_id: str | None = None,
         conversation_id: str | None = None,
         priority: Priority | None = None,
         budget: int | None = None,
-        correlation_id: str | None = None,
         on_progress: Callable[[Any], None] | None = None,
-        max_hops: int | None = None,
-        orchestration: Orchestration | None = None,
     ) -> ResponseEnvelope:
         """Like :meth:`call`, returning the whole response envelope (usage, hop, ids).
 
+        ``options`` gives every option of the call at once (:class:`a2a.CallOptions`); the
+        keywords, where given, override its fields. Among the options only it carries:
         ``correlation_id`` names the call (a new random id by default): an entry point that
         keeps its own id for the call (the A2A gateway's task id) finds its hops in the
-        audit records by it (their ``parentId``). It must be unguessable. ``max_hops``
-        lowers the hop limit of the whole call tree below ``settings.max_hops``;
-        ``orchestration`` is the control metadata of a session's message (seed 001).
+        audit records by it (their ``parentId``); it must be unguessable. ``max_hops``
+        lowers the hop limit of the whole call tree below ``settings.max_hops``.
+
+        Raises:
+            A2AError: the typed error the call ended with.
         """
-        return await self.calls.request(
-            target,
-            action,
-            params,
-            timeout=timeout,
-            user_id=user_id,
-            conversation_id=conversation_id,
-            priority=priority,
-            budget=budget,
-            correlation_id=correlation_id,
-            on_progress=on_progress,
-            max_hops=max_hops,
-            orchestration=orchestration,
-        )
+        given: dict[str, Any] = {
+            "timeout": timeout,
+            "user_id": user_id,
+            "conversation_id": conversation_id,
+            "priority": priority,
+            "budget": budget,
+            "on_progress": on_progress,
+        }
+        if options is None:
+            options = CallOptions(**given)
+        elif any(value is not None for value in given.values()):
+            options = msgspec.structs.replace(
+                options, **{name: value for name, value in given.items() if value is not None}
+            )
+        return await self.calls.request(target, action, params, options)
 
     async def notify(
         self, topic: str, params: dict[str, Any] | None = None, *, user_id: str | None = None

@@ -34,6 +34,7 @@ from transports.a2a_http import (
 )
 from transports.a2a_http import errors as e
 
+from ..core.options import CallOptions
 from ..core.runtime import Runtime
 from .auth import ANONYMOUS
 from .config import GatewayConfig
@@ -224,16 +225,14 @@ class GatewayService:
             with run.scope:
                 await self._change(run, status("TASK_STATE_WORKING"))
                 try:
-                    response = await self.runtime.request(
-                        plan.route,
-                        plan.action,
-                        plan.params,
+                    options = CallOptions(
                         timeout=timeout,
                         user_id=None if principal == ANONYMOUS else principal,
                         conversation_id=run.conversation,
                         correlation_id=run.task.id,
                         on_progress=functools.partial(show_progress, run),
                     )
+                    response = await self.runtime.request(plan.route, plan.action, plan.params, options)
                 except A2AError as exc:
                     final = error_status(exc, shown(exc, plan.route, self.runtime.redactor.redact))
                 else:

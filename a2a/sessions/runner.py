@@ -20,6 +20,7 @@ import msgspec
 from bus.errors import A2AError, AgentError, Unavailable
 from bus.wire import Orchestration, ResponseEnvelope
 
+from ..core.options import CallOptions
 from ..stdio.config import StdioConfig, turn_timeout
 from ..stdio.frames import LocalPromptRequest
 from . import outcomes
@@ -160,17 +161,16 @@ class SessionRunner:
                 if now.state != "waiting_remote":
                     await self._update(lambda s: outcomes.withdrawn(s, draft))
                     return
-                response = await self._unless_stopped(
-                    self.rt.request,
-                    s.remote,
-                    s.remote_action,
-                    {"text": draft},
+                options = CallOptions(
                     timeout=_within(s, self.rt.settings.default_timeout),
                     user_id=s.user_id,
                     conversation_id=s.id,
                     max_hops=policy.max_hop_count,
                     orchestration=control,
                     budget=_budget_left(s),
+                )
+                response = await self._unless_stopped(
+                    self.rt.request, s.remote, s.remote_action, {"text": draft}, options
                 )
             if response is None:
                 return  # stopped meanwhile: the call was withdrawn

@@ -1,0 +1,46 @@
+"""How one call is made: a frozen value built once at the public edge and passed down whole."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from bus.handoff import Delegation, Grants
+from bus.wire import Orchestration, Priority
+
+__all__ = ["DEFAULT", "CallOptions"]
+
+
+class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """The options of one call, from :meth:`a2a.Runtime.call` or :meth:`a2a.Context.call` down to the bus.
+
+    Every field left at its default takes the runtime's setting or, for a call made from
+    a handler, what the handled request allows.
+    """
+
+    timeout: float | None = None
+    """Seconds the call may take (never past the parent's deadline)."""
+    user_id: str | None = None
+    """The user the call is made for (calls from outside any agent: a handler's calls carry its own)."""
+    conversation_id: str | None = None
+    """The conversation a call from outside any agent joins (a new one by default)."""
+    priority: Priority | None = None
+    budget: int | None = None
+    """Tokens the call and everything it delegates may use."""
+    grants: Grants | None = None
+    """The callee's rights: tools and nested calls, never wider than the caller's."""
+    delegation: Delegation | None = None
+    """The delegated task, when the call is a delegation."""
+    correlation_id: str | None = None
+    """The call's name (unguessable; a new random id by default)."""
+    on_progress: Callable[[Any], None] | None = None
+    """Called with each progress update the callee sends."""
+    max_hops: int | None = None
+    """Lowers the hop limit of the whole call tree below the runtime's."""
+    orchestration: Orchestration | None = None
+    """Control metadata of an operator-driven session's message (seed 001)."""
+
+
+DEFAULT = CallOptions()
