@@ -21,7 +21,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["Subjects", "identity_token", "inbox_prefix", "instance_agent", "is_name", "validate_name"]
+__all__ = [
+    "Subjects",
+    "identity_token",
+    "inbox_prefix",
+    "instance_agent",
+    "is_name",
+    "jetstream_api",
+    "validate_name",
+]
 
 ANY = "*"
 """The sender token of subscriptions: requests from anyone (the subject tells who)."""
@@ -175,3 +183,24 @@ class Subjects:
     @property
     def audit_all(self) -> str:
         return f"{self.root}.audit.>"
+
+    @property
+    def audit_stream(self) -> str:
+        """The JetStream stream that keeps the namespace's audit records."""
+        return f"A2A_AUDIT_{self.namespace}"
+
+    # -- wildcards (permissions) --------------------------------------------------------
+
+    def calls_to_anyone(self) -> list[str]:
+        """Every request and cancel this sender may send, to any agent or instance."""
+        root, me = self.root, self.sender
+        return [f"{root}.agent.*.{me}", f"{root}.inst.*.*.{me}", f"{root}.cancel.*.{me}"]
+
+    def replies(self) -> str:
+        """Every reply subject of this sender's runtimes."""
+        return f"{self.reply_root}{self.sender}.>"
+
+
+def jetstream_api(operation: str, stream: str) -> str:
+    """The JetStream API subject of ``operation`` (``STREAM.INFO``, ``STREAM.MSG.GET``...) on ``stream``."""
+    return f"$JS.API.{operation}.{stream}"

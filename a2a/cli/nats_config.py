@@ -36,10 +36,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from bus.protocol import MAX_RESPONSES
-from bus.subjects import Subjects, inbox_prefix
+from bus.subjects import Subjects, inbox_prefix, jetstream_api
 
 from ..delegation.roster import Roster
-from ..stores.audit import stream_name
 from .common import CommandError, load_agents
 
 __all__ = [
@@ -69,12 +68,11 @@ def _caller(subjects: Subjects, targets: Iterable[str]) -> list[str]:
     allow = [
         subjects.notifications(),
         subjects.audit(me),
-        f"$JS.API.STREAM.INFO.{stream_name(subjects.namespace)}",
+        jetstream_api("STREAM.INFO", subjects.audit_stream),
     ]
     for target in targets:
         if target == "*":
-            root = subjects.root
-            allow += [f"{root}.agent.*.{me}", f"{root}.inst.*.*.{me}", f"{root}.cancel.*.{me}"]
+            allow += subjects.calls_to_anyone()
         else:
             allow += [subjects.agent(target), subjects.instances(target), subjects.cancel(target)]
     return allow
@@ -82,7 +80,7 @@ def _caller(subjects: Subjects, targets: Iterable[str]) -> list[str]:
 
 def _own(subjects: Subjects) -> list[str]:
     """What a user receives in any role: replies to its calls, its own request inboxes."""
-    return [f"{subjects.reply_root}{subjects.sender}.>", f"{inbox_prefix(subjects.sender)}.>"]
+    return [subjects.replies(), f"{inbox_prefix(subjects.sender)}.>"]
 
 
 def _responses(max_ttl: float) -> dict[str, object]:
@@ -104,7 +102,7 @@ def agent_permissions(roster: Roster, agent: str, namespace: str, *, max_ttl: fl
     subscribe = [
         *_own(me),
         anyone.agent(agent),
-        f"{me.root}.inst.{agent}.*.*",
+        anyone.instances(agent),
         anyone.cancel(agent),
         f"{anyone.notifications()} {agent}",  # only in its own queue group
     ]
@@ -119,19 +117,18 @@ def agent_permissions(roster: Roster, agent: str, namespace: str, *, max_ttl: fl
 def _client_permissions(namespace: str, user: str) -> Permissions:
     """A caller from outside any agent: calls any agent in its own name, reads the audit records."""
     me = Subjects(namespace, user)
-    stream = stream_name(namespace)
-    publish = [*_caller(me, ["*"]), *_audit_reading(stream)]
+    publish = [*_caller(me, ["*"]), *_audit_reading(me.audit_stream)]
     return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), me.audit_all]}}
 
 
 def _auditor_permissions(namespace: str, user: str) -> Permissions:
     """The operators' audit reader: creates and reads the audit stream; calls nobody."""
     me = Subjects(namespace, user)
-    stream = stream_name(namespace)
+    stream = me.audit_stream
     publish = [
-        f"$JS.API.STREAM.CREATE.{stream}",
-        f"$JS.API.STREAM.UPDATE.{stream}",
-        f"$JS.API.STREAM.INFO.{stream}",
+        jetstream_api("STREAM.CREATE", stream),
+        jetstream_api("STREAM.UPDATE", stream),
+        jetstream_api("STREAM.INFO", stream),
         *_audit_reading(stream),
     ]
     return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), me.audit_all]}}
@@ -139,7 +136,7 @@ def _auditor_permissions(namespace: str, user: str) -> Permissions:
 
 def _audit_reading(stream: str) -> list[str]:
     """Reading the audit stream message by message: no consumer, so nothing delivered elsewhere."""
-    return [f"$JS.API.STREAM.MSG.GET.{stream}"]
+    return [jetstream_api("STREAM.MSG.GET", stream)]
 
 
 def render_authorization(

@@ -336,15 +336,16 @@ class Runtime:
         priority: Priority | None = None,
         budget: int | None = None,
         on_progress: Callable[[Any], None] | None = None,
+        correlation_id: str | None = None,
     ) -> ResponseEnvelope:
         """Like :meth:`call`, returning the whole response envelope (usage, hop, ids).
 
         ``options`` gives every option of the call at once (:class:`a2a.CallOptions`); the
-        keywords, where given, override its fields. Among the options only it carries:
-        ``correlation_id`` names the call (a new random id by default): an entry point that
-        keeps its own id for the call (the A2A gateway's task id) finds its hops in the
-        audit records by it (their ``parentId``); it must be unguessable. ``max_hops``
-        lowers the hop limit of the whole call tree below ``settings.max_hops``.
+        keywords, where given, override its fields. ``correlation_id`` names the call (a new
+        random id by default): an entry point that keeps its own id for the call (the A2A
+        gateway's task id) finds its hops in the audit records by it (their ``parentId``);
+        it must be unguessable. Only ``options`` carries ``max_hops``, which lowers the hop
+        limit of the whole call tree below ``settings.max_hops``.
 
         Raises:
             A2AError: the typed error the call ended with.
@@ -356,6 +357,7 @@ class Runtime:
             "priority": priority,
             "budget": budget,
             "on_progress": on_progress,
+            "correlation_id": correlation_id,
         }
         if options is None:
             options = CallOptions(**given)

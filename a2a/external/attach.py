@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from bus.subjects import validate_name
 from discovery.profile import AgentCapability
@@ -46,7 +46,15 @@ from .mapping import DEFAULT_ACTION
 from .proxy import RemotePeer
 from .signature import card_signature, load_card_key
 
-__all__ = ["MAX_SKILLS", "TEXT_SCHEMA", "RemoteAgent", "attach", "capability_id", "remote_agent"]
+__all__ = [
+    "MAX_SKILLS",
+    "TEXT_SCHEMA",
+    "RemoteAgent",
+    "RemoteOptions",
+    "attach",
+    "capability_id",
+    "remote_agent",
+]
 
 log = logging.getLogger("a2a.external")
 
@@ -110,45 +118,61 @@ def _capabilities(skills: Sequence[AgentSkill], proficiency: float) -> list[Agen
     return list(found.values())
 
 
-async def remote_agent(
-    url: str,
-    *,
-    name: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    base_trust: float = DEFAULT_BASE,
-    capabilities: Sequence[AgentCapability | str] | None = None,
-    proficiency: float = 1.0,
-    card_keys: Sequence[Any] | str | Path = (),
-    streaming: bool | None = None,
-    max_concurrency: int = 32,
-    timeout: float = 10.0,
-    any_origin: bool = False,
-    follow_redirects: bool = False,
-) -> RemoteAgent:
+class RemoteOptions(TypedDict, total=False):
+    """How :func:`remote_agent` and :func:`attach` read a remote agent's card and serve it."""
+
+    name: str | None
+    """The bus agent's name (default: from the card's name)."""
+    headers: Mapping[str, str] | None
+    """Added to every HTTP request, the card fetch included (API key, bearer token)."""
+    base_trust: float
+    """The remote's base trust score (:mod:`discovery.trust`)."""
+    capabilities: Sequence[AgentCapability | str] | None
+    """Replace the capabilities the card's skills give."""
+    proficiency: float
+    """The proficiency of each capability given by id (1.0)."""
+    card_keys: Sequence[Any] | str | Path
+    """Public keys (or a PEM file) trusted to sign the card."""
+    streaming: bool | None
+    """Overrides the card's ``capabilities.streaming``."""
+    max_concurrency: int
+    """Calls forwarded at once per instance (32)."""
+    timeout: float
+    """Seconds the card fetch may take (10)."""
+    any_origin: bool
+    """Let the card name an endpoint on another host than its own (the ``headers`` go there too)."""
+    follow_redirects: bool
+    """Let the card fetch follow redirects (with ``headers``, to another origin only with
+    ``any_origin``); they are refused otherwise."""
+
+
+async def remote_agent(url: str, **options: Unpack[RemoteOptions]) -> RemoteAgent:
     """Read the card at ``url`` (a base URL or the card's URL) and build the agent that forwards to it.
 
-    ``card_keys``: public keys (or a PEM file) trusted to sign the card; ``streaming``
-    overrides the card's ``capabilities.streaming``; ``timeout`` bounds the card fetch;
-    ``any_origin`` lets the card name an endpoint on another host than its own (the
-    ``headers`` go there too); ``follow_redirects`` lets the card fetch follow redirects
-    (with ``headers``, to another origin only with ``any_origin``), which are refused
-    otherwise.
+    ``options`` as :class:`RemoteOptions` says.
 
     Raises:
         ValueError: a bad URL, name, key file or trust, or a card with no usable interface.
         A2AError: the card cannot be fetched (NO_RESPONDERS, PERMISSION_DENIED...) or is malformed.
     """
+    name, headers = options.get("name"), options.get("headers")
+    card_keys, proficiency = options.get("card_keys", ()), options.get("proficiency", 1.0)
+    any_origin, capabilities = options.get("any_origin", False), options.get("capabilities")
     keys = [load_card_key(card_keys)] if isinstance(card_keys, str | Path) else list(card_keys)
     agent_name = validate_name("agent name", name) if name is not None else None
-    tracker = TrustTracker(base=base_trust)  # checked before anything is fetched
+    tracker = TrustTracker(base=options.get("base_trust", DEFAULT_BASE))  # checked before anything is fetched
     card, card_url = await fetch_card(
-        url, headers=headers, timeout=timeout, follow_redirects=follow_redirects, any_origin=any_origin
+        url,
+        headers=headers,
+        timeout=options.get("timeout", 10.0),
+        follow_redirects=options.get("follow_redirects", False),
+        any_origin=any_origin,
     )
     endpoint = choose_endpoint(card, card_url, any_origin=any_origin)
     signature = tracker.signature = card_signature(card, keys)
     if card.signatures and not keys:
         log.info("the card of %s is signed but no key was given to check it: counted as unsigned", card.name)
-    peer = RemotePeer(card, endpoint, headers=headers, tracker=tracker, streaming=streaming)
+    peer = RemotePeer(card, endpoint, headers=headers, tracker=tracker, streaming=options.get("streaming"))
     skills = _skills(card)
     caps: Sequence[AgentCapability | str]
     if capabilities is None:
@@ -176,46 +200,20 @@ async def remote_agent(
         actions=actions,
         capabilities=caps,
         description=card.description[:4096],
-        max_concurrency=max_concurrency,
+        max_concurrency=options.get("max_concurrency", 32),
         metadata={"defaultAction": DEFAULT_ACTION, "external": external},
         trust=tracker,
     )
     return RemoteAgent(agent, peer, card, card_url)
 
 
-async def attach(
-    runtime: Runtime,
-    url: str,
-    *,
-    name: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    base_trust: float = DEFAULT_BASE,
-    capabilities: Sequence[AgentCapability | str] | None = None,
-    proficiency: float = 1.0,
-    card_keys: Sequence[Any] | str | Path = (),
-    streaming: bool | None = None,
-    max_concurrency: int = 32,
-    timeout: float = 10.0,
-    follow_redirects: bool = False,
-) -> AgentHost:
-    """Serve the remote A2A agent at ``url`` on ``runtime`` (arguments as :func:`remote_agent`).
+async def attach(runtime: Runtime, url: str, **options: Unpack[RemoteOptions]) -> AgentHost:
+    """Serve the remote A2A agent at ``url`` on ``runtime`` (``options`` as :func:`remote_agent`).
 
     The instance registers with the remote's skills as capabilities and forwards each call
     (``proxy``) until the runtime closes. Use :func:`remote_agent` and serve its ``agent``
     to keep hold of the peer (its trust score).
     """
-    remote = await remote_agent(
-        url,
-        name=name,
-        headers=headers,
-        base_trust=base_trust,
-        capabilities=capabilities,
-        proficiency=proficiency,
-        card_keys=card_keys,
-        streaming=streaming,
-        max_concurrency=max_concurrency,
-        timeout=timeout,
-        follow_redirects=follow_redirects,
-    )
+    remote = await remote_agent(url, **options)
     (host,) = await runtime.serve(remote.agent)
     return host

@@ -19,6 +19,7 @@ import msgspec
 from bus.errors import A2AError, Outcome, outcome_of
 from bus.link import Link
 from bus.rejects import Rejects
+from bus.subjects import Subjects
 from bus.wire import Envelope, Wire
 from transports import NatsTransport, TransportError
 from transports.jetstream import ensure_stream, read_stream
@@ -46,7 +47,7 @@ Side = Literal["caller", "callee"]
 
 
 def stream_name(namespace: str) -> str:
-    return f"A2A_AUDIT_{namespace}"
+    return Subjects(namespace).audit_stream
 
 
 class AuditRecord(Wire, gc=False):
@@ -272,8 +273,9 @@ async def ensure_audit_stream(transport: NatsTransport, namespace: str) -> str:
     Raises:
         TransportError: no JetStream, or this user may not create the stream.
     """
-    name = stream_name(namespace)
-    await ensure_stream(transport, name, [f"a2a.{namespace}.audit.>"], max_age=AUDIT_MAX_AGE)
+    subjects = Subjects(namespace)
+    name = subjects.audit_stream
+    await ensure_stream(transport, name, [subjects.audit_all], max_age=AUDIT_MAX_AGE)
     return name
 
 
@@ -340,7 +342,7 @@ async def read_audit(
             the server did not answer.
     """
     found: list[AuditRecord] = []
-    subject = f"a2a.{namespace}.audit.>"
-    async for on, data in read_stream(transport, stream_name(namespace), subject, timeout=timeout):
+    subjects = Subjects(namespace)
+    async for on, data in read_stream(transport, subjects.audit_stream, subjects.audit_all, timeout=timeout):
         found.extend(r for r in decode_records(data, on) if match(r))
     return found[-limit:] if limit else found
