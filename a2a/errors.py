@@ -1,29 +1,5 @@
-"""Every typed error a call can end with; each has a stable ``code`` that travels on the wire.
-
-A2AError                                  (code varies; unknown codes decode to this)
-├── NoResponders                          NO_RESPONDERS
-├── DeadlineExceeded (TimeoutError)       DEADLINE_EXCEEDED
-├── Cancelled                             CANCELLED
-├── AgentLost                             AGENT_LOST
-├── LimitExceeded
-│   ├── MaxHopsExceeded                   MAX_HOPS_EXCEEDED
-│   ├── MaxDepthExceeded                  MAX_DEPTH_EXCEEDED
-│   ├── CycleDetected                     CYCLE_DETECTED
-│   ├── FanOutExceeded                    FAN_OUT_EXCEEDED
-│   ├── BudgetExceeded                    BUDGET_EXCEEDED
-│   └── Overloaded                        OVERLOADED
-├── PermissionDenied (PermissionError)    PERMISSION_DENIED
-├── InvalidEnvelope (ValueError)          INVALID_ENVELOPE
-├── InvalidParams (ValueError)            INVALID_PARAMS
-├── UnsupportedVersion (ValueError)       UNSUPPORTED_VERSION
-├── PayloadTooLarge (ValueError)          PAYLOAD_TOO_LARGE
-├── UnknownAction (LookupError)           UNKNOWN_ACTION
-├── NoCapableAgent (LookupError)          NO_CAPABLE_AGENT
-├── Unavailable (ConnectionError)         UNAVAILABLE
-├── InputRequired                         INPUT_REQUIRED
-└── AgentError                            AGENT_ERROR
-"""
-
+# The tree is drawn once, where the errors are defined (bus/errors.py), and shown here too.
+import bus.errors as _defined
 from bus.errors import A2AError as A2AError
 from bus.errors import AgentError as AgentError
 from bus.errors import AgentLost as AgentLost
@@ -77,3 +53,5 @@ __all__ = [
     "error_from_info",
     "outcome_of",
 ]
+
+__doc__ = _defined.__doc__

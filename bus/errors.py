@@ -20,6 +20,7 @@
     ├── UnknownAction (LookupError)           UNKNOWN_ACTION
     ├── NoCapableAgent (LookupError)          NO_CAPABLE_AGENT
     ├── Unavailable (ConnectionError)         UNAVAILABLE
+    ├── InputRequired                         INPUT_REQUIRED
     └── AgentError                            AGENT_ERROR
 
 ``agent`` and ``hop`` say where an error happened; ``details`` holds machine-readable
