@@ -81,9 +81,6 @@ class Bus:
 
     async def start(self) -> None:
         """Subscribe to this runtime's replies."""
-        transport = self.link.transport
-        transport.on_permission_error = self.caller.on_permission_error
-        transport.on_reconnected = self._reconnected
         await self.caller.start()
 
     async def aclose(self) -> None:
@@ -101,7 +98,12 @@ class Bus:
                 for endpoint in list(self.endpoints):
                     await endpoint.sweep(now)
 
-    async def _reconnected(self) -> None:
+    def permission_refused(self, operation: str, subject: str) -> None:
+        """The server refused a publish or subscription (see :class:`transports.TransportEvents`)."""
+        self.caller.on_permission_error(operation, subject)
+
+    async def reconnected(self) -> None:
+        """The connection came back (see :class:`transports.TransportEvents`): resend what may be lost."""
         self.link.refresh()
         self.callers.reconnected()
         for endpoint in self.endpoints:

@@ -6,12 +6,14 @@
 
 from ._match import subject_matches as subject_matches
 from ._match import validate_subject as validate_subject
+from ._nats import NatsOptions as NatsOptions
 from ._nats import NatsTransport as NatsTransport
 from .base import NO_RESPONDERS_STATUS as NO_RESPONDERS_STATUS
 from .base import Message as Message
 from .base import MessageHandler as MessageHandler
 from .base import Subscription as Subscription
 from .base import Transport as Transport
+from .base import TransportEvents as TransportEvents
 from .base import is_no_responders as is_no_responders
 from .errors import MessageTooLarge as MessageTooLarge
 from .errors import NotConnected as NotConnected
@@ -29,12 +31,14 @@ __all__ = [
     "Message",
     "MessageHandler",
     "MessageTooLarge",
+    "NatsOptions",
     "NatsTransport",
     "NotConnected",
     "Subscription",
     "Transport",
     "TransportClosed",
     "TransportError",
+    "TransportEvents",
     "is_no_responders",
     "subject_matches",
     "validate_subject",

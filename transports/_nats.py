@@ -9,6 +9,7 @@ import logging
 import re
 import ssl
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -17,10 +18,10 @@ import nats.errors
 from nats.aio.client import Client as NatsClient
 from nats.aio.subscription import Subscription as NatsSubscription
 
-from .base import MessageHandler, Subscription, Transport
+from .base import MessageHandler, Subscription, Transport, TransportEvents
 from .errors import MessageTooLarge, NotConnected, TransportClosed, TransportError
 
-__all__ = ["NatsTransport"]
+__all__ = ["NatsOptions", "NatsTransport"]
 
 log = logging.getLogger("a2a.transport.nats")
 
@@ -36,6 +37,8 @@ reconnected to, whatever share of ``connect_wait`` the first connection left eac
 PENDING_MSGS_LIMIT = 256 * 1024
 PENDING_BYTES_LIMIT = 256 * 1024 * 1024
 
+NO_EVENTS = TransportEvents()
+
 
 class _NatsSubscription(Subscription):
     def __init__(self, sub: NatsSubscription) -> None:
@@ -47,14 +50,38 @@ class _NatsSubscription(Subscription):
             await self._sub.unsubscribe()
 
 
+@dataclass(frozen=True, slots=True)
+class NatsOptions:
+    """How :meth:`NatsTransport.connect` connects: identity, credentials, TLS and timings."""
+
+    name: str | None = None
+    """The connection's name, as the server shows it."""
+    user: str | None = None
+    password: str | None = None
+    token: str | None = None
+    nkeys_seed: str | None = None
+    """An NKey user seed (``SU...``), or a file holding it."""
+    creds_file: str | None = None
+    tls: ssl.SSLContext | None = None
+    connect_timeout: float = 5.0
+    """Seconds one attempt to reach a server may take at most."""
+    connect_wait: float = 2.0
+    """Seconds to keep trying for the first connection (servers may still be starting)."""
+    reconnect_time_wait: float = 0.25
+    ping_interval: float = 10.0
+    inbox_prefix: str | None = None
+    """Request inboxes a server may let only this user subscribe to."""
+
+
 class NatsTransport(Transport):
     """A NATS connection that reconnects forever and reports slow consumers.
 
     Build one with :meth:`connect`; ``nc`` is the underlying nats-py client.
     """
 
-    def __init__(self, nc: NatsClient) -> None:
+    def __init__(self, nc: NatsClient, events: TransportEvents = NO_EVENTS) -> None:
         self.nc = nc
+        self.events = events
         self.slow_consumer_drops = 0
         self.closing = False
 
@@ -62,21 +89,11 @@ class NatsTransport(Transport):
     async def connect(
         cls,
         servers: str | Sequence[str],
-        *,
-        name: str | None = None,
-        user: str | None = None,
-        password: str | None = None,
-        token: str | None = None,
-        nkeys_seed: str | None = None,
-        creds_file: str | None = None,
-        tls: ssl.SSLContext | None = None,
-        connect_timeout: float = 5.0,
-        connect_wait: float = 2.0,
-        reconnect_time_wait: float = 0.25,
-        ping_interval: float = 10.0,
-        inbox_prefix: str | None = None,
+        options: NatsOptions = NatsOptions(),
+        events: TransportEvents = NO_EVENTS,
     ) -> NatsTransport:
-        """Connect to ``servers`` (``nats://host:port``, comma-separated or a list).
+        """Connect to ``servers`` (``nats://host:port``, comma-separated or a list); ``events``
+        are told of refused permissions and reconnections.
 
         Keeps trying for ``connect_wait`` seconds (servers may still be starting); once
         connected, it reconnects forever. One attempt to reach a server takes
@@ -90,6 +107,7 @@ class NatsTransport(Transport):
             TransportError: no server could be reached in time, or authentication or
                 TLS failed; the message says the last reason.
         """
+        o = options
         if isinstance(servers, str):
             servers = [s.strip() for s in servers.split(",") if s.strip()]
         transport: NatsTransport | None = None
@@ -107,8 +125,8 @@ class NatsTransport(Transport):
                 log.error("subscription handler failed", exc_info=exc)  # a bug in a handler
                 return
             refused = _PERMISSION.search(str(exc))
-            if refused and transport is not None and transport.on_permission_error is not None:
-                transport.on_permission_error(refused.group(1), refused.group(2))
+            if refused and events.permission_error is not None:
+                events.permission_error(refused.group(1), refused.group(2))
             else:
                 log.debug("nats: %s", exc)
 
@@ -118,53 +136,53 @@ class NatsTransport(Transport):
 
         async def reconnected_cb() -> None:
             log.warning("reconnected to NATS at %s", nc.connected_url)
-            if transport is not None and transport.on_reconnected is not None:
-                await transport.on_reconnected()
+            if events.reconnected is not None:
+                await events.reconnected()
 
-        options: dict[str, Any] = dict(
+        settings: dict[str, Any] = dict(
             servers=list(servers),
-            name=name,
+            name=o.name,
             error_cb=error_cb,
             disconnected_cb=disconnected_cb,
             reconnected_cb=reconnected_cb,
             allow_reconnect=True,
             max_reconnect_attempts=-1,
-            reconnect_time_wait=reconnect_time_wait,
-            connect_timeout=_attempt_timeout(connect_timeout, connect_wait, len(servers)),
-            ping_interval=ping_interval,
+            reconnect_time_wait=o.reconnect_time_wait,
+            connect_timeout=_attempt_timeout(o.connect_timeout, o.connect_wait, len(servers)),
+            ping_interval=o.ping_interval,
             max_outstanding_pings=3,
-            user=user,
-            password=password,
-            token=token,
-            tls=tls,
+            user=o.user,
+            password=o.password,
+            token=o.token,
+            tls=o.tls,
             # Subjects are built and validated by bus.Subjects; checking them again with a
             # regular expression on every publish costs more than the rest of a publish.
             skip_subject_validation=True,
         )
-        if nkeys_seed:  # the seed itself (SU...), or a file holding it
-            is_seed = _NKEY_USER_SEED.fullmatch(nkeys_seed) is not None
-            options["nkeys_seed_str" if is_seed else "nkeys_seed"] = nkeys_seed
-        if creds_file:
-            options["user_credentials"] = creds_file
-        if inbox_prefix:  # request inboxes a server may let only this user subscribe to
-            options["inbox_prefix"] = inbox_prefix
+        if o.nkeys_seed:  # the seed itself (SU...), or a file holding it
+            is_seed = _NKEY_USER_SEED.fullmatch(o.nkeys_seed) is not None
+            settings["nkeys_seed_str" if is_seed else "nkeys_seed"] = o.nkeys_seed
+        if o.creds_file:
+            settings["user_credentials"] = o.creds_file
+        if o.inbox_prefix:  # request inboxes a server may let only this user subscribe to
+            settings["inbox_prefix"] = o.inbox_prefix
         nc = NatsClient()
         try:
-            with anyio.fail_after(connect_wait):
-                await nc.connect(**options)
+            with anyio.fail_after(o.connect_wait):
+                await nc.connect(**settings)
         except TimeoutError:
             await _close_quietly(nc)
             reason = f": {_describe(last_error[0])}" if last_error else ": no answer"
             raise TransportError(
-                f"cannot connect to NATS at {', '.join(servers)} within {connect_wait:g}s{reason}"
+                f"cannot connect to NATS at {', '.join(servers)} within {o.connect_wait:g}s{reason}"
             ) from None
         except Exception as exc:  # nats-py raises a variety of errors and OSErrors here
             await _close_quietly(nc)
             raise TransportError(f"cannot connect to NATS at {', '.join(servers)}: {exc}") from exc
         # nats-py reads this option at every attempt, reconnects included: from now on an
         # attempt may take as long as a slow link needs (nothing waits on it at start-up).
-        nc.options["connect_timeout"] = max(RECONNECT_ATTEMPT, connect_timeout)
-        transport = cls(nc)
+        nc.options["connect_timeout"] = max(RECONNECT_ATTEMPT, o.connect_timeout)
+        transport = cls(nc, events)
         return transport
 
     async def publish(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "MessageHandler",
     "Subscription",
     "Transport",
+    "TransportEvents",
     "is_no_responders",
 ]
 
@@ -55,19 +57,24 @@ class Subscription(abc.ABC):
     async def unsubscribe(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class TransportEvents:
+    """What a transport tells its owner, given to the transport when it is made."""
+
+    permission_error: Callable[[str, str], None] | None = None
+    """Called with ("Publish" | "Subscription", subject) when the server refuses one."""
+    reconnected: Callable[[], Awaitable[object]] | None = None
+    """Awaited after the connection came back (subscriptions already restored)."""
+
+
 class Transport(abc.ABC):
     """A connection to a message server.
 
     Handlers passed to :meth:`subscribe` are awaited one message at a time per
     subscription, in a task the transport owns; a handler must hand slow work off.
     A server that refuses a publish or subscription for lack of permission does so
-    asynchronously; the transport reports it through ``on_permission_error``.
+    asynchronously; the transport reports it to the :class:`TransportEvents` it was made with.
     """
-
-    on_permission_error: Callable[[str, str], None] | None = None
-    """Called with ("Publish" | "Subscription", subject) when the server refuses one."""
-    on_reconnected: Callable[[], Awaitable[object]] | None = None
-    """Awaited after the connection came back (subscriptions already restored)."""
 
     @abc.abstractmethod
     async def publish(

@@ -10,7 +10,7 @@ import msgspec
 from bus.handoff import Delegation, Grants
 from bus.wire import Orchestration, Priority
 
-__all__ = ["DEFAULT", "CallOptions"]
+__all__ = ["DEFAULT", "CallOptions", "merged"]
 
 
 class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,3 +44,11 @@ class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
 
 
 DEFAULT = CallOptions()
+
+
+def merged(options: CallOptions | None, **given: Any) -> CallOptions:
+    """``options`` (default: none set) with the fields in ``given`` that are not None."""
+    fields = {name: value for name, value in given.items() if value is not None}
+    if options is None:
+        return CallOptions(**fields)
+    return msgspec.structs.replace(options, **fields) if fields else options

@@ -122,3 +122,25 @@ class Presence:
             "live": tick_age < window + interval,
             "ready": ok_age < window,
         }
+
+    def health(self, runtime_id: str, nats_up: bool, interval: float) -> dict[str, Any]:
+        """Liveness and readiness of a runtime, as its health endpoint reports them.
+
+        Live while the heartbeat loop ticks; ready while NATS is connected and, with a
+        registry, a heartbeat succeeded within three intervals.
+        """
+        heartbeats = self.report(interval)
+        report: dict[str, Any] = {
+            "runtime": runtime_id,
+            "agents": {name: host.instance_id for name, host in self.hosts.items()},
+            "nats": nats_up,
+            "registry": None,
+        }
+        live = ready = nats_up
+        if heartbeats is not None:
+            live = heartbeats.pop("live")
+            ready = ready and heartbeats.pop("ready")
+            report["registry"] = heartbeats
+        report["live"] = live
+        report["ready"] = ready
+        return report

@@ -21,14 +21,13 @@ from types import TracebackType
 from typing import Any
 
 import anyio
-import msgspec
 
 from bus import Bus
 from bus.errors import DeadlineExceeded, NoCapableAgent, Unavailable
 from bus.tasks import loop_clock
 from bus.wire import Priority, ResponseEnvelope
 from discovery import LocalView, Registry
-from transports import MessageHandler, Subscription, Transport, TransportError
+from transports import MessageHandler, Subscription, Transport, TransportError, TransportEvents
 
 from ..delegation.context_builder import ContextBuilder
 from ..delegation.policy import Policy
@@ -42,7 +41,7 @@ from .calls import CallPath
 from .grants import GrantIssuer
 from .guard import Guard
 from .hosting import AgentHost
-from .options import CallOptions
+from .options import CallOptions, merged
 from .presence import Presence
 from .route import Target
 from .services import Services
@@ -74,7 +73,10 @@ class Runtime:
     Args:
         settings: connection settings and default limits (``Settings.from_env()`` if omitted).
         transport: use this transport instead of connecting to ``settings.nats_url``
-            (for example a ``MemoryTransport`` in unit tests); the runtime closes it.
+            (for example a ``MemoryTransport`` in unit tests); the runtime closes it. It
+            reports refused permissions and reconnections to the events it was made with,
+            not to this runtime: the calls of a NATS transport made so are not sent again
+            after a reconnect.
         registry: use this registry instead of connecting to ``settings.redis_url``
             (with neither, the runtime routes by name only and keeps no history).
         policy: delegation rights checked on both sides of each hop (default: from
@@ -142,7 +144,7 @@ class Runtime:
         stack.push_async_callback(_shielded, self.telemetry.aclose)
         if self._transport is None:
             try:
-                self._transport = await connect_nats(s, name=f"a2a-{self.id}")
+                self._transport = await connect_nats(s, name=f"a2a-{self.id}", events=self._events())
             except TransportError as exc:
                 raise Unavailable(str(exc)) from None
         stack.push_async_callback(_shielded, self._transport.aclose)
@@ -194,6 +196,22 @@ class Runtime:
         if self.audit.enabled:
             tg.start_soon(self.audit.run)
             stack.push_async_callback(_shielded, self.audit.flush)  # runs first on exit
+
+    def _events(self) -> TransportEvents:
+        """What the connection tells the bus. It is made before the bus, which exists by the
+        time the connection has anything to tell (nothing is sent before)."""
+
+        def refused(operation: str, subject: str) -> None:
+            bus: Bus | None = getattr(self, "bus", None)
+            if bus is not None:
+                bus.permission_refused(operation, subject)
+
+        async def reconnected() -> None:
+            bus: Bus | None = getattr(self, "bus", None)
+            if bus is not None:
+                await bus.reconnected()
+
+        return TransportEvents(permission_error=refused, reconnected=reconnected)
 
     async def __aexit__(
         self,
@@ -253,27 +271,9 @@ class Runtime:
         return started
 
     def health(self) -> dict[str, Any]:
-        """Liveness and readiness, as the health endpoint reports them.
-
-        Live while the heartbeat loop ticks; ready while NATS is connected and, with a
-        registry, a heartbeat succeeded within three intervals.
-        """
+        """Liveness and readiness, as the health endpoint reports them (see :meth:`Presence.health`)."""
         nats_up = self._transport is not None and self._transport.is_connected
-        heartbeats = self.presence.report(self.settings.heartbeat_interval)
-        report: dict[str, Any] = {
-            "runtime": self.id,
-            "agents": {name: host.instance_id for name, host in self.hosts.items()},
-            "nats": nats_up,
-            "registry": None,
-        }
-        live = ready = nats_up
-        if heartbeats is not None:
-            live = heartbeats.pop("live")
-            ready = ready and heartbeats.pop("ready")
-            report["registry"] = heartbeats
-        report["live"] = live
-        report["ready"] = ready
-        return report
+        return self.presence.health(self.id, nats_up, self.settings.heartbeat_interval)
 
     async def serve_health(self, port: int, host: str = "0.0.0.0") -> int:
         """Serve /livez, /readyz and /healthz on ``port`` (0: any free port); returns the port."""
@@ -350,21 +350,16 @@ class Runtime:
         Raises:
             A2AError: the typed error the call ended with.
         """
-        given: dict[str, Any] = {
-            "timeout": timeout,
-            "user_id": user_id,
-            "conversation_id": conversation_id,
-            "priority": priority,
-            "budget": budget,
-            "on_progress": on_progress,
-            "correlation_id": correlation_id,
-        }
-        if options is None:
-            options = CallOptions(**given)
-        elif any(value is not None for value in given.values()):
-            options = msgspec.structs.replace(
-                options, **{name: value for name, value in given.items() if value is not None}
-            )
+        options = merged(
+            options,
+            timeout=timeout,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            priority=priority,
+            budget=budget,
+            on_progress=on_progress,
+            correlation_id=correlation_id,
+        )
         return await self.calls.request(target, action, params, options)
 
     async def notify(

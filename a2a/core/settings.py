@@ -20,7 +20,7 @@ import msgspec
 from bus.subjects import identity_token, inbox_prefix, validate_name
 from bus.wire import DEFAULT_MAX_DEPTH, DEFAULT_MAX_HOPS, DEFAULT_TTL_MS
 from discovery.cluster import is_cluster_url, parse_cluster_url
-from transports import NatsTransport
+from transports import NatsOptions, NatsTransport, TransportEvents
 
 __all__ = [
     "ENVIRONMENT",
@@ -357,14 +357,16 @@ def _explain(
     return ValueError(f"invalid {var} ({field}): {problem}" if var else f"invalid {field}: {problem}")
 
 
-async def connect_nats(settings: Settings, *, name: str | None = None) -> NatsTransport:
-    """A NATS connection as ``settings`` describe it: servers, credentials, TLS.
+async def connect_nats(
+    settings: Settings, *, name: str | None = None, events: TransportEvents = TransportEvents()
+) -> NatsTransport:
+    """A NATS connection as ``settings`` describe it: servers, credentials, TLS; ``events``
+    are told of refused permissions and reconnections.
 
     Raises:
         TransportError: no server could be reached or authentication failed.
     """
-    return await NatsTransport.connect(
-        settings.nats_url,
+    options = NatsOptions(
         name=name,
         user=settings.nats_user,
         password=settings.nats_password,
@@ -375,3 +377,4 @@ async def connect_nats(settings: Settings, *, name: str | None = None) -> NatsTr
         connect_wait=settings.connect_timeout,
         inbox_prefix=inbox_prefix(settings.name) if settings.proven else None,
     )
+    return await NatsTransport.connect(settings.nats_url, options, events)
