@@ -4,6 +4,9 @@ Per capability, the ids of the instances offering it, sorted by proficiency: the
 instance for a request is found by reading these lists from the top. The score of an
 instance is its match score times its published trust (``discovery.scoring``); trust
 is at most 1, so the proficiencies read bound the score of every instance not yet read.
+
+Tasks may wait for a condition on the entries (:meth:`RankedEntries.wait_until`): each
+change of the entries wakes them to check it again.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
+
+import anyio
 
 from ._entry import ViewEntry
 from .profile import AgentProfile, AgentStatus
@@ -41,6 +46,8 @@ class RankedEntries:
         """Capability -> (-proficiency, instance id), best first."""
         self._per_agent: dict[str, int] = {}
         """Agent name -> how many of its instances are entries."""
+        self._changed: anyio.Event | None = None
+        """Set at the next change of the entries, while :meth:`wait_until` waits for one."""
 
     # -- reading ---------------------------------------------------------------
 
@@ -202,10 +209,25 @@ class RankedEntries:
         score = match_score(entry.proficiencies, capabilities) * trust
         return (score, -entry.load_ratio) if score > 0 else None
 
+    async def wait_until(self, condition: Callable[[], bool]) -> None:
+        """Return once ``condition()`` is true: it is checked now, then after each change of
+        the entries (one added, replaced or removed, or its state set by :meth:`set_state`)."""
+        while not condition():
+            if self._changed is None:
+                self._changed = anyio.Event()
+            await self._changed.wait()
+
     # -- writing ---------------------------------------------------------------
+
+    def _notify(self) -> None:
+        """Wake the tasks in :meth:`wait_until`: the entries changed."""
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()
 
     def upsert(self, profile: AgentProfile) -> None:
         """Add or replace an entry (own instances are applied at once, not via Redis)."""
+        self._notify()
         old = self._entries.get(profile.agent_id)
         if old is not None:
             self._unindex(old)
@@ -232,6 +254,7 @@ class RankedEntries:
         entry = self._entries.get(agent_id)
         if entry is None:
             return False
+        self._notify()
         entry.profile.status = status
         entry.profile.load = load
         entry.profile.capacity = capacity
@@ -242,10 +265,12 @@ class RankedEntries:
     def remove(self, agent_id: str) -> None:
         entry = self._entries.pop(agent_id, None)
         if entry is not None:
+            self._notify()
             self._unindex(entry)
             self._count(entry.profile.name, -1)
 
     def clear(self) -> None:
+        self._notify()
         self._entries.clear()
         self._ranked.clear()
         self._per_agent.clear()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 import anyio
 import anyio.abc
 
 from ..core.runtime import Runtime
 from ..sessions import Sessions
-from ..web import ReadLimits, serve_app
+from ..web import ReadLimits, bind_socket, serve_app
 from .app import console_app
 from .auth import ConsoleAuth
 from .feed import Feed
@@ -42,14 +43,9 @@ async def serve_console(
     feed = Feed(runtime, sessions.store)
     async with anyio.create_task_group() as tg:
         await tg.start(feed.run)
-        port = await tg.start(
-            lambda task_status: serve_app(
-                console_app(sessions, feed, auth),
-                host=host,
-                port=port,
-                limits=limits,
-                task_status=task_status,
-            )
-        )
+        app = console_app(sessions, feed, auth)
+        sock = bind_socket(host, port)
+        # Its streams (server-sent events) never end by themselves: they are closed after 1 s.
+        port = await tg.start(partial(serve_app, app, sock, limits=limits, shutdown_timeout=1))
         log.info("console on http://%s:%s (%s)", host, port, "open" if auth.open else "authenticated")
         task_status.started(port)

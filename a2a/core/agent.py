@@ -192,6 +192,23 @@ class Agent:
             return Action(name, self.fallback)
         return action
 
+    def action_specs(self) -> dict[str, Any]:
+        """``actionSpecs``: each action's description and input schema, for those that have one.
+
+        Entry points that describe agents to other protocols (the A2A gateway's agent cards)
+        read them from the registry; actions with neither are listed in ``actions`` only.
+        """
+        specs: dict[str, Any] = {}
+        for name, action in self.actions.items():
+            spec: dict[str, Any] = {}
+            if action.description:
+                spec["description"] = action.description
+            if action.input_schema is not None:
+                spec["inputSchema"] = dict(action.input_schema)
+            if spec:
+                specs[name] = spec
+        return {"actionSpecs": specs} if specs else {}
+
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, actions={sorted(self.actions)})"
 

@@ -119,6 +119,7 @@ class AgentHost:
         self._sender_of = bus.subjects.sender_of
         self._resources = AsyncExitStack()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._idle: anyio.Event | None = None  # set once none is in hand, while _drained waits
 
     # -- registry-facing state ---------------------------------------------------------
 
@@ -164,7 +165,7 @@ class AgentHost:
             metadata={
                 "runtime": self._runtime_id,
                 "actions": sorted(agent.actions),
-                **_action_specs(agent),
+                **agent.action_specs(),
                 **agent.metadata,
             },
         )
@@ -212,9 +213,17 @@ class AgentHost:
         await self._resources.aclose()
 
     async def _drained(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the requests in hand to finish."""
+        self._idle = idle = anyio.Event()
         with anyio.move_on_after(timeout):
-            while self.accepted:
-                await anyio.sleep(0.01)
+            if self.accepted:
+                await idle.wait()
+
+    def _finished(self) -> None:
+        """A request taken is done with: the last one in hand wakes :meth:`_drained`."""
+        self.accepted -= 1
+        if not self.accepted and self._idle is not None:
+            self._idle.set()
 
     # -- receiving ---------------------------------------------------------------------------
 
@@ -269,7 +278,7 @@ class AgentHost:
                         details={"field": "type"},
                     )
         except InvalidEnvelope as exc:
-            self.accepted -= 1
+            self._finished()
             refusal = exc.located(name, None)
             self._count(refusal)
             if msg.reply:
@@ -333,7 +342,7 @@ class AgentHost:
                 if objective is not None and history is not None:
                     with anyio.CancelScope(shield=True), contextlib.suppress(A2AError):
                         await history.finish_objective(objective, correlation_id)
-                self.accepted -= 1
+                self._finished()
             if reply and type(env) is RequestEnvelope:
                 usage = ctx.usage if ctx is not None and ctx.usage.total else None
                 if error is None:
@@ -377,21 +386,3 @@ class AgentHost:
             stats.cancelled += 1
         else:
             stats.failed += 1
-
-
-def _action_specs(agent: Agent) -> dict[str, Any]:
-    """``actionSpecs``: each action's description and input schema, for those that have one.
-
-    Entry points that describe agents to other protocols (the A2A gateway's agent cards)
-    read them from the registry; actions with neither are listed in ``actions`` only.
-    """
-    specs: dict[str, Any] = {}
-    for name, action in agent.actions.items():
-        spec: dict[str, Any] = {}
-        if action.description:
-            spec["description"] = action.description
-        if action.input_schema is not None:
-            spec["inputSchema"] = dict(action.input_schema)
-        if spec:
-            specs[name] = spec
-    return {"actionSpecs": specs} if specs else {}

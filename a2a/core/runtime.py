@@ -384,8 +384,7 @@ class Runtime:
             raise NoCapableAgent("waiting for agents needs a registry")
         view = self.view
         with anyio.move_on_after(timeout):
-            while not set(names) <= {e.profile.name for e in view.entries()}:
-                await anyio.sleep(0.05)
+            await view.wait_until(lambda: all(view.instances_of(name) for name in names))
             return
         missing = set(names) - {e.profile.name for e in view.entries()}
         raise DeadlineExceeded(f"agents not registered within {timeout}s: {', '.join(sorted(missing))}")

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import logging
 import socket
+from contextlib import closing
+from functools import partial
 from typing import Any
 
 import anyio
@@ -38,7 +40,7 @@ from transports.a2a_http.rest import ROUTES_V1
 
 from ..core.runtime import Runtime
 from ..stores.audit import decode_records
-from ..web import QuietServer, ReadLimits, bind_socket, uvicorn_config
+from ..web import ReadLimits, bind_socket, serve_app
 from .auth import Authenticator
 from .cards import agent_card, card_body, gateway_card, profiles_by_name
 from .config import GatewayConfig
@@ -213,35 +215,20 @@ async def serve_gateway(
     if config.public_url is None and host in ("", "0.0.0.0", "::"):
         log.warning("the gateway listens on every address: set its public URL, which cards name")
     app = create_app(served, runtime, config, base_url=bound_url(host, bound))
-    server = QuietServer(uvicorn_config(app, host=host, port=port, limits=limits))
-    stopped = anyio.Event()
-
-    async def run_server() -> None:
-        try:
-            with anyio.CancelScope(shield=True):  # ends when told to, after the service stopped
-                await server.serve(sockets=[sock])
-        finally:
-            stopped.set()
-
-    async with anyio.create_task_group() as tg:
-        await tg.start(service.run)
-        subscription = await _watch_hops(runtime, service) if runtime.audit.enabled else None
-        tg.start_soon(run_server)
-        try:
-            while not server.started and not stopped.is_set():
-                await anyio.sleep(0.01)
-            log.info(
-                "A2A gateway on http://%s:%s (%s)", host, bound, "open" if auth.open else "authenticated"
-            )
-            task_status.started(bound)
-            await anyio.sleep_forever()
-        finally:
+    # Told to stop, the server serves on while the service lets its running tasks end.
+    serve = partial(serve_app, app, sock, limits=limits, before_stop=partial(service.stop, config.stop_grace))
+    subscription = None
+    try:
+        with closing(sock):  # serve_app closes it too; this covers a service that fails to start
+            async with anyio.create_task_group() as tg:
+                await tg.start(service.run)
+                subscription = await _watch_hops(runtime, service) if runtime.audit.enabled else None
+                await tg.start(serve)
+                log.info(
+                    "A2A gateway on http://%s:%s (%s)", host, bound, "open" if auth.open else "authenticated"
+                )
+                task_status.started(bound)
+    finally:
+        if subscription is not None:
             with anyio.CancelScope(shield=True):
-                await service.stop(grace=config.stop_grace)
-                server.should_exit = True
-                with anyio.move_on_after(5):
-                    await stopped.wait()
-                if subscription is not None:
-                    await subscription.unsubscribe()
-                sock.close()
-            tg.cancel_scope.cancel()
+                await subscription.unsubscribe()

@@ -38,6 +38,7 @@ from .model import TERMINAL, Ending, Limits, Mode, Session
 from .policy import PolicyStore, SharedCallPolicy, check
 from .runner import SessionRunner
 from .store import AuditEntry, SessionStore, Unreadable
+from .wakeups import wake_runners
 
 __all__ = ["Sessions"]
 
@@ -57,6 +58,7 @@ class Sessions:
         self.lease = lease
         self._runners: dict[str, SessionRunner] = {}
         self._tg: TaskGroup | None = None
+        self._following = False  # whether session events wake the runners here (from the first one)
 
     async def __aenter__(self) -> Sessions:
         self._tg = anyio.create_task_group()
@@ -140,6 +142,9 @@ class Sessions:
         await self.store.claim(session.id, self.runtime.id, self.lease)
         runner = SessionRunner(self.runtime, self.store, self.policies, session.id)
         self._runners[session.id] = runner
+        if not self._following:
+            self._following = True
+            self._tg.start_soon(wake_runners, self.store, self._runners)
         self._tg.start_soon(self._own, runner)
         return session
 
@@ -262,6 +267,8 @@ class Sessions:
                                 tg.cancel_scope.cancel()
                         except Unavailable as exc:
                             log.warning("session %s: lease not renewed: %s", runner.id, exc)
+                        else:  # read again: a record changed without an event is seen too
+                            runner.poke()
 
                 tg.start_soon(renew)
                 await self._run(runner)

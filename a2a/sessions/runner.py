@@ -5,11 +5,16 @@ compare-and-set, so the person's controls (written by any process) take effect b
 steps: a pause is seen before the next send, a stop before the next step. One turn is in
 flight at a time. A step's outcome that arrives after a pause is kept (the draft, the
 remote's reply) and the session stays paused.
+
+While it waits for the person, or a step runs, the loop reads the session again when woken
+(:meth:`SessionRunner.poke`: by each change any process publishes, see ``wakeups``, and each
+renewal of its lease), and a waiting session once its ``maxDurationMs`` is reached.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -42,8 +47,6 @@ log = logging.getLogger("a2a.sessions")
 LOCAL_TURN = StdioConfig()
 """The seed's turn timeouts (60 s, 120 s with tool use), lowered by ``local_turn_timeout_ms``."""
 _MARGIN = 2.0  # seconds the local call gets beyond its turn, for the bridge to report a timeout itself
-POLL = 0.2  # seconds between reads while the session waits for the person
-STEP_POLL = 0.5  # seconds between reads while a step runs (a stop withdraws its call)
 
 
 class SessionRunner:
@@ -55,7 +58,7 @@ class SessionRunner:
         self.wake = anyio.Event()
 
     def poke(self) -> None:
-        """Wake the loop now (a control applied in this process)."""
+        """Wake the loop now to read its session: it changed (here or in another process), or may have."""
         self.wake.set()
 
     async def run(self) -> None:
@@ -78,10 +81,11 @@ class SessionRunner:
                 await self._send(session)
             elif state in ("waiting_remote", "processing_remote"):
                 await self._update(interrupted)
-            else:  # paused, or a draft waiting for the person
-                await self._wait()
+            else:  # paused, or a draft waiting for the person: until a change, or the run's time is up
+                await self._wait(_within(session, math.inf))
 
-    async def _wait(self, seconds: float = POLL) -> None:
+    async def _wait(self, seconds: float = math.inf) -> None:
+        """Until :meth:`poke` (at once if it came since the last wait), or ``seconds``."""
         with anyio.move_on_after(seconds):
             await self.wake.wait()
         self.wake = anyio.Event()
@@ -201,7 +205,7 @@ class SessionRunner:
 
             async def watch() -> None:
                 while True:
-                    await self._wait(STEP_POLL)
+                    await self._wait()  # until woken: the session changed, or may have
                     try:
                         stopped = (await self.store.get(self.id)).state in TERMINAL
                     except Unavailable:  # a blip of Redis is no reason to give up the call

@@ -1,13 +1,14 @@
 """uvicorn on a socket bound here, without its signal handlers: the process decides when it stops.
 
-Every server here bounds how long a request may take to arrive (:class:`ReadLimits`).
+Every server here bounds how long a request may take to arrive (:class:`ReadLimits`), and
+runs under :func:`serve_app`, which starts it in a task group and stops it when cancelled.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -20,11 +21,22 @@ __all__ = ["QuietServer", "bind_socket", "serve_app", "uvicorn_config"]
 
 
 class QuietServer(uvicorn.Server):
-    """uvicorn without its signal handlers."""
+    """uvicorn without its signal handlers, telling when its startup is over."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.settled = anyio.Event()
+        """Set when the startup has ended: the server accepts connections (``started``), or it failed."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().startup(sockets=sockets)
+        finally:
+            self.settled.set()
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -60,40 +72,45 @@ def uvicorn_config(app: Any, *, host: str, port: int, limits: ReadLimits, **opti
 
 async def serve_app(
     app: Any,
+    sock: socket.socket,
     *,
-    host: str,
-    port: int,
     limits: ReadLimits | None = None,
+    shutdown_timeout: float | None = None,
+    before_stop: Callable[[], Awaitable[object]] | None = None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``app`` until cancelled; reports the bound port once the server accepts connections.
+    """Serve ``app`` on ``sock`` until cancelled; reports the bound port once the server accepts connections.
 
-    Open streams (server-sent events) are closed when it stops.
+    ``sock`` comes from :func:`bind_socket` (so a port in use is the caller's OSError, not
+    uvicorn's exit) and is closed here. When cancelled, ``before_stop`` runs first, while
+    the server still serves; then the server stops: open connections get ``shutdown_timeout``
+    seconds to end (None: as long as they take), then their handlers and streams are cancelled.
     """
-    config = uvicorn_config(
-        app, host=host, port=port, limits=limits or ReadLimits(), timeout_graceful_shutdown=1
-    )
-    server = QuietServer(config)
-    sock = bind_socket(host, port)
-    stopped = anyio.Event()
+    try:
+        host, port = sock.getsockname()[:2]
+        limits = limits or ReadLimits()
+        config = uvicorn_config(
+            app, host=host, port=port, limits=limits, timeout_graceful_shutdown=shutdown_timeout
+        )
+        server = QuietServer(config)
 
-    async def run() -> None:
-        try:
-            with anyio.CancelScope(shield=True):
+        async def run() -> None:
+            with anyio.CancelScope(shield=True):  # ends when told to, after before_stop
                 await server.serve(sockets=[sock])
-        finally:
-            stopped.set()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run)
-        try:
-            while not server.started and not stopped.is_set():
-                await anyio.sleep(0.01)
-            task_status.started(sock.getsockname()[1])
-            await anyio.sleep_forever()
-        finally:
-            with anyio.CancelScope(shield=True):
-                server.should_exit = True
-                with anyio.move_on_after(5):
-                    await stopped.wait()
-                sock.close()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            try:
+                await server.settled.wait()
+                if server.started:  # else the startup failed: run() raises it, which cancels this
+                    task_status.started(port)
+                await anyio.sleep_forever()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        if before_stop is not None:
+                            await before_stop()
+                    finally:
+                        server.should_exit = True  # the task group waits for the server to end
+    finally:
+        sock.close()

@@ -3,6 +3,7 @@ controls from another process, a dead owner, and the policy's rate and concurren
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from a2a import Runtime, Settings
@@ -63,6 +64,24 @@ async def test_another_process_controls_a_session_and_sees_its_owner_die(
         s2 = await other.get(s2.id, USER)
         assert s2.state == "error" and s2.ending is not None and "gone" in s2.ending.message
         assert [x.id for x in await other.sessions(USER)][:2] == [s2.id, s.id]
+
+
+@pytest.mark.parametrize("remote_delay", [30.0])
+async def test_the_owner_acts_on_another_process_s_controls_at_once(bench: Bench, settings: Settings) -> None:
+    async with (
+        Sessions(bench.rt, lease=30.0) as owner,  # renewed after 10 s: only the events wake it sooner
+        Runtime(settings) as other_rt,
+        Sessions(other_rt) as other,
+    ):
+        s = await owner.start(user_id=USER, profile_id="drafter", remote="remote", objective="o")
+        s = await owner.wait(s.id, USER, "ready_to_send")
+        with anyio.fail_after(3):
+            await other.approve(s.id, USER)  # the owner waits for the person: sends
+            while not bench.received:
+                await anyio.sleep(0.01)
+            await other.stop(s.id, USER)  # the owner waits for the remote: withdraws the call
+            while not bench.received[0].withdrawn:
+                await anyio.sleep(0.01)
 
 
 async def test_the_rate_and_the_concurrency_hold_across_processes(bench: Bench, settings: Settings) -> None:

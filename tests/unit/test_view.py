@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import anyio
+import pytest
 import redis.asyncio as aioredis
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -229,3 +231,28 @@ def test_reads_for_events_are_bounded_per_window_and_a_flood_ends_in_one_resync(
     assert budget.take(entries=50)  # a new window
     assert all(budget.take(entries=500) for _ in range(499))  # a large view reads as many as it holds
     assert not budget.take(entries=500)
+
+
+@pytest.mark.anyio
+async def test_a_wait_on_the_entries_ends_at_the_change_that_makes_it_true() -> None:
+    view = view_of([({"x": 0.9}, "available", 0)])
+    done: list[str] = []
+
+    async def wait(name: str) -> None:
+        await view.wait_until(lambda: view.instances_of(name) > 0)
+        done.append(name)
+
+    with anyio.fail_after(1):
+        await wait("w")  # true already: no change needed
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait, "a")
+            tg.start_soon(wait, "b")
+            await anyio.wait_all_tasks_blocked()
+            view.set_state("i-0", "busy", 1, 10)  # a change that makes neither true
+            await anyio.wait_all_tasks_blocked()
+            assert done == ["w"]
+            view.upsert(AgentProfile(agent_id="a-1", name="a", capacity=1))
+            await anyio.wait_all_tasks_blocked()
+            assert done == ["w", "a"]
+            view.replace_all([AgentProfile(agent_id="b-1", name="b", capacity=1)])
+    assert done == ["w", "a", "b"]
