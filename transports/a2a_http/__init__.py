@@ -10,8 +10,11 @@ JSON dialects and conversions between them, the error table, and SSE framing.
 - ``versions``: ``A2A-Version`` and the other fixed names;
 - ``errors``: codes, HTTP statuses, reasons, and the error bodies of each version;
 - ``sse``: writing and reading ``text/event-stream``;
-- ``types03``/``compat03``/``compat03_params``: the 0.3 JSON-RPC dialect and conversions;
-- ``types03_rest``/``compat03_rest``: the 0.3 REST dialect; ``compat03_card``: cards of both.
+- ``types03``/``types03_rest``: the 0.3 JSON-RPC and REST dialects' objects; ``dialects03``:
+  what differs between the two, as data; ``compat03``/``compat03_parts``/``compat03_params``:
+  the conversions of objects and requests, one per object for both dialects;
+  ``compat03_decode``: raw 0.3 JSON readied for validation; ``compat03_rest``: the REST bodies;
+  ``compat03_card``: cards of both.
 """
 
 from . import compat03 as compat03

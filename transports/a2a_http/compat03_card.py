@@ -32,7 +32,10 @@ from .card import (
     AgentInterface,
     AgentProvider,
     AgentSkill,
-    OAuthFlows,
+    AuthorizationCodeOAuthFlow,
+    ClientCredentialsOAuthFlow,
+    ImplicitOAuthFlow,
+    PasswordOAuthFlow,
     SecurityRequirement,
     SecurityScheme,
 )
@@ -68,8 +71,17 @@ class HTTPAuthSecurityScheme03(A2AStruct, tag_field="type", tag="http"):
     description: str = ""
 
 
+class OAuthFlows03(A2AStruct):
+    """1.0's flows but the device code flow, which 0.3 does not have."""
+
+    authorization_code: AuthorizationCodeOAuthFlow | None = None
+    client_credentials: ClientCredentialsOAuthFlow | None = None
+    implicit: ImplicitOAuthFlow | None = None
+    password: PasswordOAuthFlow | None = None
+
+
 class OAuth2SecurityScheme03(A2AStruct, tag_field="type", tag="oauth2"):
-    flows: OAuthFlows
+    flows: OAuthFlows03
     oauth2_metadata_url: str = ""
     description: str = ""
 
@@ -126,15 +138,20 @@ class AgentCard03(A2AStruct):
     supports_authenticated_extended_card: bool | None = None
 
 
-# Reading ---------------------------------------------------------------------------------
-
-_SCHEME_WRAPPERS = {
-    "apiKey": "apiKeySecurityScheme",
-    "http": "httpAuthSecurityScheme",
-    "oauth2": "oauth2SecurityScheme",
-    "openIdConnect": "openIdConnectSecurityScheme",
-    "mutualTLS": "mtlsSecurityScheme",
+_SCHEMES_03: dict[str, type[SecurityScheme03]] = {
+    "apiKeySecurityScheme": APIKeySecurityScheme03,
+    "httpAuthSecurityScheme": HTTPAuthSecurityScheme03,
+    "oauth2SecurityScheme": OAuth2SecurityScheme03,
+    "openIdConnectSecurityScheme": OpenIdConnectSecurityScheme03,
+    "mtlsSecurityScheme": MutualTLSSecurityScheme03,
 }
+"""The 1.0 ``oneof`` key of each security scheme, and its 0.3 Struct (tagged with the 0.3 ``type``)."""
+_SCHEME_WRAPPERS = {scheme.__struct_config__.tag: wrapper for wrapper, scheme in _SCHEMES_03.items()}
+_NAMES_03 = {"location": "in"}
+"""The keys of a scheme that 0.3 names otherwise (its API key's ``in``)."""
+
+
+# Reading ---------------------------------------------------------------------------------
 
 
 def _requirements(legacy: object) -> object:
@@ -157,9 +174,8 @@ def _scheme(scheme: object) -> object:
     wrapper = _SCHEME_WRAPPERS.get(kind) if isinstance(kind, str) else None
     if wrapper is None:
         return scheme
-    inner = {k: v for k, v in scheme.items() if k not in ("type", "in")}
-    if "in" in scheme:
-        inner["location"] = scheme["in"]
+    inner = {k: v for k, v in scheme.items() if k != "type" and k not in _NAMES_03.values()}
+    inner.update({name: scheme[name_03] for name, name_03 in _NAMES_03.items() if name_03 in scheme})
     return {wrapper: inner}
 
 
@@ -215,28 +231,9 @@ def _legacy_requirement(requirement: SecurityRequirement) -> LegacyRequirement:
 
 
 def _scheme_to_03(scheme: SecurityScheme) -> SecurityScheme03:
-    if (k := scheme.api_key_security_scheme) is not None:
-        return APIKeySecurityScheme03(name=k.name, location=k.location, description=k.description)
-    if (h := scheme.http_auth_security_scheme) is not None:
-        return HTTPAuthSecurityScheme03(
-            scheme=h.scheme, bearer_format=h.bearer_format, description=h.description
-        )
-    if (o := scheme.oauth2_security_scheme) is not None:
-        flows = OAuthFlows(
-            authorization_code=o.flows.authorization_code,
-            client_credentials=o.flows.client_credentials,
-            implicit=o.flows.implicit,
-            password=o.flows.password,
-        )
-        return OAuth2SecurityScheme03(
-            flows=flows, oauth2_metadata_url=o.oauth2_metadata_url, description=o.description
-        )
-    if (c := scheme.open_id_connect_security_scheme) is not None:
-        return OpenIdConnectSecurityScheme03(
-            open_id_connect_url=c.open_id_connect_url, description=c.description
-        )
-    description = scheme.mtls_security_scheme.description if scheme.mtls_security_scheme else ""
-    return MutualTLSSecurityScheme03(description=description)
+    """The 1.0 scheme's JSON flattened (``_scheme`` in reverse), read as the 0.3 Struct."""
+    [(wrapper, inner)] = to_builtins(scheme).items()
+    return convert({_NAMES_03.get(key, key): value for key, value in inner.items()}, _SCHEMES_03[wrapper])
 
 
 def _skill_to_03(skill: AgentSkill) -> AgentSkill03:

@@ -1,11 +1,14 @@
-"""0.3 JSON-RPC method params to 1.0 requests, and 1.0 requests to 0.3 params.
+"""0.3 requests to 1.0 ones and back: the send request of either dialect, the JSON-RPC params.
 
 Beyond renaming (see ``compat03``), the rules are the SDK's: ``blocking`` is
-``not returnImmediately`` (absent means blocking); a 0.3 ``historyLength`` of 0 means "the
-whole history", so it is left unset in 1.0; a 0.3 push configuration's ``schemes`` list
-becomes the single 1.0 ``scheme`` (its first element). ``tasks/pushNotificationConfig/get``,
-``list`` and ``delete`` name the task with ``id`` and the configuration with
-``pushNotificationConfigId``.
+``not returnImmediately``; a 0.3 ``historyLength`` of 0 means "the whole history", so it is
+left unset in 1.0; a 0.3 push configuration's ``schemes`` list becomes the single 1.0
+``scheme`` (its first element). ``tasks/pushNotificationConfig/get``, ``list`` and ``delete``
+name the task with ``id`` and the configuration with ``pushNotificationConfigId``.
+
+An absent ``blocking`` means blocking in JSON-RPC but, being protobuf's false, non-blocking
+in REST; each dialect's Struct default says which. A REST send configuration is read and
+written without a push configuration (its Struct has none).
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from .codec import convert
-from .compat03 import infer_part_kinds, message_from_03, message_to_03
+from .compat03 import message_from_03, message_to_03
+from .compat03_decode import infer_part_kinds
+from .dialects03 import JSONRPC_03, Dialect03, build
 from .methods import (
     AuthenticationInfo,
     CancelTaskRequest,
@@ -37,12 +42,14 @@ from .types03 import (
     TaskPushNotificationConfig03,
     TaskQueryParams03,
 )
+from .types03_rest import SendConfigurationPb03, SendMessageRequestPb03
 
 __all__ = [
     "get_task_request_to_03",
     "params_from_03",
     "push_config_from_03",
     "push_config_to_03",
+    "send_request_from_03",
     "send_request_to_03",
     "task_id_request_to_03",
 ]
@@ -78,13 +85,45 @@ def push_config_to_03(config: TaskPushNotificationConfig) -> TaskPushNotificatio
     return TaskPushNotificationConfig03(task_id=config.task_id, push_notification_config=inner)
 
 
-def _configuration_from_03(config: MessageSendConfiguration03) -> SendMessageConfiguration:
-    push = config.push_notification_config
+def send_request_from_03(
+    params: MessageSendParams03 | SendMessageRequestPb03, dialect: Dialect03 = JSONRPC_03
+) -> SendMessageRequest:
+    """The 1.0 request for 0.3 send params (JSON-RPC) or a 0.3 send body (REST)."""
+    config = _configuration_from_03(params.configuration) if params.configuration is not None else None
+    message = message_from_03(params.message, dialect)
+    return SendMessageRequest(message=message, configuration=config, metadata=params.metadata)
+
+
+def _configuration_from_03(
+    config: MessageSendConfiguration03 | SendConfigurationPb03,
+) -> SendMessageConfiguration:
+    push = getattr(config, "push_notification_config", None)  # absent from the REST Struct
     return SendMessageConfiguration(
         accepted_output_modes=config.accepted_output_modes,
         task_push_notification_config=push_config_from_03(push) if push is not None else None,
         history_length=config.history_length or None,
         return_immediately=config.blocking is False,
+    )
+
+
+def send_request_to_03(
+    request: SendMessageRequest, dialect: Dialect03 = JSONRPC_03
+) -> MessageSendParams03 | SendMessageRequestPb03:
+    """0.3 send params (JSON-RPC) or body (REST) for a 1.0 send; ``blocking`` always stated."""
+    config = request.configuration or SendMessageConfiguration()
+    push = config.task_push_notification_config
+    configuration = build(
+        dialect.structs.send_configuration,
+        accepted_output_modes=config.accepted_output_modes,
+        blocking=not config.return_immediately,
+        history_length=config.history_length,
+        push_notification_config=push_config_to_03(push).push_notification_config if push else None,
+    )
+    return build(
+        dialect.structs.send_request,
+        message=message_to_03(request.message, dialect),
+        configuration=configuration,
+        metadata=request.metadata,
     )
 
 
@@ -96,11 +135,7 @@ def params_from_03(method: str, params: Any) -> Any:
     """
     body = infer_part_kinds(params if params is not None else {})
     if method in ("message/send", "message/stream"):
-        p = convert(body, MessageSendParams03)
-        config = _configuration_from_03(p.configuration) if p.configuration is not None else None
-        return SendMessageRequest(
-            message=message_from_03(p.message), configuration=config, metadata=p.metadata
-        )
+        return send_request_from_03(convert(body, MessageSendParams03))
     if method == "tasks/get":
         q = convert(body, TaskQueryParams03)
         return GetTaskRequest(id=q.id, history_length=q.history_length or None)
@@ -122,22 +157,6 @@ def params_from_03(method: str, params: Any) -> Any:
     if method == "tasks/pushNotificationConfig/delete":
         return DeleteTaskPushNotificationConfigRequest(task_id=ref.id, id=ref.push_notification_config_id)
     raise KeyError(method)
-
-
-def send_request_to_03(request: SendMessageRequest) -> MessageSendParams03:
-    """``message/send``/``message/stream`` params for a 1.0 send (``blocking`` always stated)."""
-    config = request.configuration or SendMessageConfiguration()
-    push = config.task_push_notification_config
-    return MessageSendParams03(
-        message=message_to_03(request.message),
-        configuration=MessageSendConfiguration03(
-            accepted_output_modes=config.accepted_output_modes,
-            blocking=not config.return_immediately,
-            history_length=config.history_length,
-            push_notification_config=push_config_to_03(push).push_notification_config if push else None,
-        ),
-        metadata=request.metadata,
-    )
 
 
 def get_task_request_to_03(request: GetTaskRequest) -> TaskQueryParams03:

@@ -11,7 +11,7 @@
 - send configuration has ``blocking`` where 1.0 has ``returnImmediately``.
 
 A Struct decoded on its own tolerates a missing ``kind``; inside a union (parts, stream
-results) it is required, so ``compat03`` adds it from the object's shape first, as the
+results) it is required, so ``compat03_decode`` adds it from the object's shape first, as the
 SDK client does for peers that leave it out.
 """
 

@@ -1,7 +1,10 @@
 """0.3 HTTP+JSON objects: the protobuf JSON of the 0.3 proto, as 0.3 REST peers write it.
 
-Every field has a default, as in protobuf; ``compat03_rest`` checks what 1.0 requires when it
-converts. See that module for the dialect's spellings and quirks.
+Every field has a default, as in protobuf; the converters check what 1.0 requires. Fields
+that mean what a ``types03`` field means carry its Python name under this dialect's wire name
+(a message's ``parts`` are written ``content``, a file's ``uri`` and ``content`` are
+``fileWithUri`` and ``fileWithBytes``), so one converter reads both. See ``compat03_rest`` for
+the dialect's spellings and quirks.
 """
 
 from __future__ import annotations
@@ -44,8 +47,10 @@ Metadata = dict[str, Any]
 
 
 class FilePb03(A2AStruct):
-    file_with_uri: str | None = None
-    file_with_bytes: bytes | None = None
+    """A file by reference or inline, named as in ``FileContent03`` (``content`` is the bytes)."""
+
+    uri: str | None = field(default=None, name="fileWithUri")
+    content: bytes | None = field(default=None, name="fileWithBytes")
     mime_type: Name = ""
     name: Name = ""
 
@@ -66,7 +71,7 @@ class MessagePb03(A2AStruct):
     context_id: Id = ""
     task_id: Id = ""
     role: Literal["ROLE_UNSPECIFIED", "ROLE_USER", "ROLE_AGENT"] = "ROLE_UNSPECIFIED"
-    content: list[PartPb03] = field(default_factory=list)
+    parts: list[PartPb03] = field(default_factory=list, name="content")
     metadata: Metadata | None = None
     extensions: list[Name] = field(default_factory=list)
 
