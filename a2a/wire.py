@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from bus.audit import AuditRecord as AuditRecord
 from bus.handoff import Artifact as Artifact
 from bus.handoff import ChatMessage as ChatMessage
 from bus.handoff import ContextFilter as ContextFilter
@@ -36,8 +37,6 @@ from bus.wire import ResponseEnvelope as ResponseEnvelope
 from bus.wire import TokenUsage as TokenUsage
 from discovery.profile import AgentCapability as AgentCapability
 from discovery.profile import AgentProfile as AgentProfile
-
-from .stores.audit import AuditRecord as AuditRecord
 
 __all__ = [
     "PROTOCOL_VERSION",

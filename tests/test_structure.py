@@ -144,25 +144,116 @@ def test_the_public_api_fits_one_screen() -> None:
         assert all(hasattr(imported, name) for name in imported.__all__), module
 
 
-def test_a2a_sub_packages_are_layered() -> None:
-    """delegation <- stores, observability <- core <- testing, bench, demo <- cli; dev stands alone."""
-    rank = {
-        "dev": 0,
-        "delegation": 1,
-        "stores": 2,
-        "observability": 2,
-        "core": 3,
-        "testing": 4,
-        "bench": 4,
-        "demo": 4,
-        "cli": 5,
-    }
+RANKS = {
+    # foundations: they import no other sub-package
+    "delegation": 0,  # rosters, policy, redaction, the views of a delegation
+    "processes": 0,  # child processes that die with their parent
+    "prompt": 0,  # the local prompt channel's frames and turn timeouts (seed 001)
+    "web": 0,  # serving an ASGI app with bounded request reads
+    # what the runtime keeps and reports; the development servers
+    "stores": 1,
+    "observability": 1,
+    "dev": 1,
+    # the runtime
+    "core": 2,
+    # agents and services built on the runtime
+    "adapters": 3,
+    "external": 3,
+    "stdio": 3,
+    "sessions": 3,
+    # servers of people and other systems
+    "gateway": 4,
+    "console": 4,
+    # tests, measurement, the demo
+    "testing": 5,
+    "bench": 5,
+    "demo": 5,
+    # the command line
+    "cli": 6,
+}
+"""A sub-package of ``a2a`` imports only sub-packages of a lower rank: never one of its own rank
+(sideways) nor a higher one."""
+
+TOOLS = ("dev", "demo", "bench")
+ENTRY_POINTS = ("cli",)
+
+
+def _sub_packages() -> set[str]:
+    return {init.parent.name for init in (ROOT / "a2a").glob("*/__init__.py")}
+
+
+def _sub_package(name: str, sub_packages: set[str]) -> str | None:
+    """The ``a2a`` sub-package of a module; None for the rest (``a2a``, ``a2a.errors``, ``a2a.wire``, ...)."""
+    parts = name.split(".")
+    return parts[1] if parts[0] == "a2a" and len(parts) > 1 and parts[1] in sub_packages else None
+
+
+def _cross_imports() -> list[tuple[str, str, str, str]]:
+    """(module, its sub-package, imported module, that one's sub-package) for every import
+    from one ``a2a`` sub-package into another, the sub-packages' own ``__init__`` included."""
     modules = _modules()
+    sub_packages = _sub_packages()
+    found = []
     for name, path in modules.items():
-        parts = name.split(".")
-        if parts[0] != "a2a" or len(parts) < 3 or parts[1] not in rank:
-            continue  # the facade modules (a2a, a2a.errors, a2a.wire) sit on top
+        home = _sub_package(name, sub_packages)
+        if home is None:
+            continue
         for target in _imports(name, path, modules):
-            tparts = target.split(".")
-            if tparts[0] == "a2a" and len(tparts) > 1 and tparts[1] in rank and tparts[1] != parts[1]:
-                assert rank[tparts[1]] < rank[parts[1]], f"{name} imports {target}"
+            there = _sub_package(target, sub_packages)
+            if there is not None and there != home:
+                found.append((name, home, target, there))
+    return found
+
+
+def test_every_a2a_sub_package_has_a_rank() -> None:
+    assert _sub_packages() == set(RANKS)
+
+
+def test_a2a_sub_packages_are_layered() -> None:
+    """delegation, processes, prompt, web <- stores, observability, dev <- core <- adapters,
+    external, stdio, sessions <- gateway, console <- testing, bench, demo <- cli."""
+    assert ("a2a.core.runtime", "core", "a2a.delegation.policy", "delegation") in _cross_imports()
+    upward = [
+        f"{name} imports {target}"
+        for name, home, target, there in _cross_imports()
+        if RANKS[there] >= RANKS[home]
+    ]
+    assert upward == []
+
+
+def test_product_code_never_imports_the_tools() -> None:
+    """a2a.dev (development servers), a2a.demo and a2a.bench are tools, never product code.
+
+    The tools may use one another (bench and demo start dev servers). The command line,
+    a2a.cli, is the one product package that imports them: ``a2a up``, ``a2a demo``,
+    ``a2a bench`` and ``a2a console --demo`` are their entry points, and import them only
+    when such a command runs. Everything else imports none of them: a2a.testing and the
+    console's demo agents are shipped to users, and transports, bus and discovery sit
+    below a2a altogether.
+    """
+    modules = _modules()
+    sub_packages = _sub_packages()
+    found = []
+    for name, path in modules.items():
+        home = _sub_package(name, sub_packages)
+        if home in TOOLS or home in ENTRY_POINTS:
+            continue
+        found += [
+            f"{name} imports {target}"
+            for target in _imports(name, path, modules)
+            if _sub_package(target, sub_packages) in TOOLS
+        ]
+    assert found == []
+
+
+def test_the_wire_and_errors_facades_import_nothing_of_a2a() -> None:
+    """a2a.wire and a2a.errors re-export types that transports, bus and discovery define: a
+    wire type or an error lives below a2a, and naming it loads no store, runtime or server."""
+    modules = _modules()
+    found = [
+        f"{name} imports {target}"
+        for name in ("a2a.wire", "a2a.errors")
+        for target in _imports(name, modules[name], modules)
+        if target.split(".")[0] == "a2a"
+    ]
+    assert found == []

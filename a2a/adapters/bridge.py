@@ -26,13 +26,14 @@ from bus.errors import (
     AgentError,
     Cancelled,
     DeadlineExceeded,
-    InvalidParams,
     LimitExceeded,
     PermissionDenied,
 )
 
 from ..core.agent import Agent, Handler
 from ..core.context import Context
+from ..core.text_input import TEXT_INPUT as TEXT_INPUT
+from ..core.text_input import input_text as input_text
 from ..wire import AgentCapability
 
 __all__ = [
@@ -61,14 +62,6 @@ PROPAGATED: tuple[type[A2AError], ...] = (LimitExceeded, DeadlineExceeded, Cance
 limit (a cycle, depth, budget), the deadline, a cancellation, a refusal. Any other (the
 callee failed, nobody serves it, bad arguments) the model reads as a failed tool result
 (:func:`tool_error_text`) and may try something else."""
-
-TEXT_INPUT: dict[str, Any] = {
-    "type": "object",
-    "properties": {"text": {"type": "string", "minLength": 1, "description": "What to work on."}},
-}
-"""The parameters of every adapter's default action. ``text`` is not required by the
-schema, since a delegation (seed 002) brings its task instead; :func:`input_text`
-refuses a call that has neither."""
 
 
 def tool_error_text(error: A2AError) -> str:
@@ -219,28 +212,6 @@ def text_of(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return str(value)
-
-
-def input_text(ctx: Context, params: Mapping[str, Any], key: str = "input") -> str:
-    """The text a framework object is asked to work on.
-
-    A delegated task (seed 002) gives its task, objective and the filtered context it
-    carries; a plain call gives ``params[key]``, which must be a non-empty string.
-    """
-    d = ctx.request.delegation
-    if d is not None and d.task:
-        parts = [d.task]
-        if d.objective and d.objective != d.task:
-            parts.append(f"Objective: {d.objective}")
-        if d.context is not None:
-            if d.context.summary:
-                parts.append(f"Earlier: {d.context.summary}")
-            parts.extend(f"{m.role}: {m.content}" for m in d.context.messages)
-        return "\n\n".join(parts)
-    value = params.get(key)
-    if not isinstance(value, str) or not value:
-        raise InvalidParams(f"{key!r} must be a non-empty string")
-    return value
 
 
 def reraise_bus_error(exc: BaseException) -> None:

@@ -31,7 +31,8 @@ import msgspec
 
 from ..core.agent import Agent
 from ..dev.sdk_env import ensure_sdk_python
-from ..dev.servers import NatsServer, RedisServer, die_with_parent
+from ..dev.servers import NatsServer, RedisServer
+from ..processes import die_with_parent
 from .responder import echo_agent
 from .throughput import calibrate, percentile
 

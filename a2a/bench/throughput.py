@@ -30,7 +30,8 @@ from discovery import AgentCapability, AgentProfile, Registry
 from ..core.route import by_capability
 from ..core.runtime import Runtime
 from ..core.settings import Settings
-from ..dev.servers import NatsServer, RedisServer, die_with_parent
+from ..dev.servers import NatsServer, RedisServer
+from ..processes import die_with_parent
 from .responder import ECHO_CAPABILITY, raw_subject
 
 __all__ = ["BenchConfig", "BenchReport", "run_bench"]

@@ -24,7 +24,8 @@ from transports import Message
 
 from ..core.runtime import Runtime
 from ..core.settings import Settings
-from ..dev.servers import NatsServer, RedisServer, die_with_parent
+from ..dev.servers import NatsServer, RedisServer
+from ..processes import die_with_parent
 from ..stores.audit import AuditRecord, decode_records
 from ..stores.history import Interaction
 from .timeline import timeline_table

@@ -11,10 +11,8 @@ kernel ties that signal to the thread that started the child.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -25,12 +23,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
+from ..processes import die_with_parent
+
 __all__ = [
     "NatsServer",
     "RedisServer",
     "ServerError",
     "ServerProcess",
-    "die_with_parent",
+    "die_with_parent",  # a2a.processes', for the children that tools and tests start
     "free_port",
     "nats_server_binary",
     "redis_server_binary",
@@ -82,14 +82,6 @@ def redis_server_binary() -> str:
     if not os.access(path, os.X_OK):
         path.chmod(path.stat().st_mode | 0o111)
     return str(path)
-
-
-def die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 class ServerProcess:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..stdio.frames import Constraints, HistoryTurn, bound_history
+from ..prompt.frames import Constraints, HistoryTurn, bound_history
 from .model import Turn
 
 __all__ = ["SUMMARY_CHARS", "bounded", "summarise"]

@@ -32,7 +32,7 @@ from bus.subjects import validate_name
 from bus.wire import Orchestration
 
 from ..core.runtime import Runtime
-from ..stdio.frames import Constraints
+from ..prompt.frames import Constraints
 from .machine import move
 from .model import TERMINAL, Ending, Limits, Mode, Session
 from .policy import PolicyStore, SharedCallPolicy, check

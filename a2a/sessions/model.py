@@ -13,7 +13,7 @@ from msgspec import Meta
 
 from bus.wire import Wire
 
-from ..stdio.frames import Constraints
+from ..prompt.frames import Constraints
 
 __all__ = [
     "ACTIVE",

@@ -26,8 +26,8 @@ from bus.errors import A2AError, AgentError, Unavailable
 from bus.wire import Orchestration, ResponseEnvelope
 
 from ..core.options import CallOptions
-from ..stdio.config import StdioConfig, turn_timeout
-from ..stdio.frames import LocalPromptRequest
+from ..prompt.frames import LocalPromptRequest
+from ..prompt.turns import turn_seconds
 from . import outcomes
 from . import policy as policies
 from .bounds import bounded
@@ -44,8 +44,6 @@ __all__ = ["SessionRunner"]
 
 log = logging.getLogger("a2a.sessions")
 
-LOCAL_TURN = StdioConfig()
-"""The seed's turn timeouts (60 s, 120 s with tool use), lowered by ``local_turn_timeout_ms``."""
 _MARGIN = 2.0  # seconds the local call gets beyond its turn, for the bridge to report a timeout itself
 
 
@@ -123,7 +121,7 @@ class SessionRunner:
                 session.profile_id,
                 "prompt",
                 frame,
-                timeout=_within(session, turn_timeout(session.constraints, LOCAL_TURN) + _MARGIN),
+                timeout=_within(session, turn_seconds(session.constraints) + _MARGIN),
                 user_id=session.user_id,
                 conversation_id=session.id,
             )

@@ -40,8 +40,7 @@ from anyio.abc import TaskGroup
 
 from bus.errors import A2AError, AgentError, PayloadTooLarge, Unavailable
 
-from .config import StdioConfig
-from .frames import (
+from ..prompt.frames import (
     FrameError,
     LocalPromptProgress,
     LocalPromptRequest,
@@ -51,6 +50,7 @@ from .frames import (
     peek_oversized,
     peek_response_id,
 )
+from .config import StdioConfig
 from .lines import Line, LineReader
 from .pending import Pending, ProgressSink
 from .process import Child, ProcessSpec, exit_reason, spawn

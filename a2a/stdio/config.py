@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from .frames import Constraints
+from ..prompt.frames import Constraints
+from ..prompt.turns import TOOL_TURN_SECONDS, TURN_SECONDS, turn_seconds
 
 __all__ = ["StdioConfig", "turn_timeout"]
 
@@ -32,8 +33,8 @@ class StdioConfig:
         stderr_per_second: stderr lines of each process logged per second at most.
     """
 
-    timeout: float = 60.0
-    tool_timeout: float = 120.0
+    timeout: float = TURN_SECONDS
+    tool_timeout: float = TOOL_TURN_SECONDS
     grace: float = 2.0
     close_grace: float = 2.0
     backoff_first: float = 0.2
@@ -53,8 +54,5 @@ class StdioConfig:
 
 
 def turn_timeout(constraints: Constraints, config: StdioConfig) -> float:
-    """Seconds one turn may take: the tool-use rule, lowered (never raised) by ``local_turn_timeout_ms``."""
-    limit = config.tool_timeout if constraints.allow_tool_use else config.timeout
-    if constraints.local_turn_timeout_ms is not None:
-        limit = min(limit, constraints.local_turn_timeout_ms / 1000)
-    return min(limit, config.tool_timeout)
+    """Seconds one turn may take under ``config``'s timeouts (:func:`a2a.prompt.turn_seconds`)."""
+    return turn_seconds(constraints, config.timeout, config.tool_timeout)

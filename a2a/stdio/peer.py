@@ -11,7 +11,7 @@ The agent has two actions:
 - ``run`` (the default action) with ``{"text": ...}``: one request frame whose
   ``objective`` and ``remote_message`` are the text; the result is the ``draft_message``.
 - ``prompt`` with the request frame's fields but ``type`` and ``request_id``
-  (:data:`~.frames.PROMPT_SCHEMA`): the result is ``{"draft_message", "status",
+  (:data:`a2a.prompt.PROMPT_SCHEMA`): the result is ``{"draft_message", "status",
   "reason", "metrics"}`` (``metrics.latency_ms`` measured here when the program gives none).
   The history is cut to ``max_history_turns`` and ``max_history_chars`` (oldest turns
   first) before it is sent.
@@ -44,12 +44,18 @@ from bus.errors import A2AError, AgentError, DeadlineExceeded, InvalidParams, Un
 from bus.subjects import validate_name
 from discovery.profile import AgentCapability
 
-from ..adapters.bridge import TEXT_INPUT, input_text
 from ..core.agent import Agent
 from ..core.context import Context
 from ..core.peer import Peer, peer_agent
+from ..core.text_input import TEXT_INPUT, input_text
+from ..prompt.frames import (
+    PROMPT_SCHEMA,
+    LocalPromptRequest,
+    LocalPromptResponse,
+    bound_history,
+    new_request_id,
+)
 from .config import StdioConfig, turn_timeout
-from .frames import PROMPT_SCHEMA, LocalPromptRequest, LocalPromptResponse, bound_history, new_request_id
 from .pool import ProcessInfo, ProcessPool
 from .process import ProcessSpec
 from .stats import StdioStats

@@ -9,7 +9,7 @@ import anyio
 
 from bus.errors import A2AError
 
-from .frames import LocalPromptResponse
+from ..prompt.frames import LocalPromptResponse
 
 __all__ = ["PROGRESS_QUEUE", "Pending", "ProgressSink"]
 

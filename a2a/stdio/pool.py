@@ -35,9 +35,9 @@ from anyio.abc import TaskStatus
 from bus.errors import Unavailable
 from bus.tasks import TaskSet
 
+from ..prompt.frames import LocalPromptRequest, LocalPromptResponse
 from .channel import Channel, State
 from .config import StdioConfig
-from .frames import LocalPromptRequest, LocalPromptResponse
 from .pending import ProgressSink
 from .process import ProcessSpec
 from .stats import StdioStats

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import anyio
 
-from ._guard import PR_SET_PDEATHSIG, prctl
+from ..processes import die_with_parent
 
 __all__ = ["Child", "ProcessSpec", "exit_reason", "spawn"]
 
@@ -125,11 +125,6 @@ class Child:
             self._control.close()  # end of file: a launcher still running kills everything
 
 
-def _die_with_parent() -> None:  # pragma: no cover - in the child between fork and exec
-    with contextlib.suppress(OSError, AttributeError):  # Linux only
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 def _kill(target: int, sig: signal.Signals) -> None:
     """``kill(2)``: a negative target is a process group."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -152,7 +147,7 @@ async def spawn(spec: ProcessSpec) -> Child:
             cwd=spec.cwd,
             env=spec.env,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
             stdin=pipe,
             stdout=pipe,
             stderr=pipe,

@@ -1,4 +1,5 @@
-"""Audit records: one per A2A exchange, published on ``a2a.<ns>.audit.<agent>``.
+"""Audit records (``bus.audit``'s wire object): one per A2A exchange, published on
+``a2a.<ns>.audit.<agent>``.
 
 A JetStream stream (``A2A_AUDIT_<ns>``, created by every runtime that finds JetStream)
 keeps them; :func:`read_audit` reads them back with filters. The free text of a record
@@ -11,16 +12,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Literal
 
 import anyio
 import msgspec
 
+from bus.audit import AuditRecord as AuditRecord
 from bus.errors import A2AError, Outcome, outcome_of
 from bus.link import Link
 from bus.rejects import Rejects
 from bus.subjects import Subjects
-from bus.wire import Envelope, Wire
+from bus.wire import Envelope
 from transports import NatsTransport, TransportError
 from transports.jetstream import ensure_stream, read_stream
 
@@ -43,42 +44,9 @@ AUDIT_MAX_AGE = 7 * 24 * 3600.0
 
 log = logging.getLogger("a2a.audit")
 
-Side = Literal["caller", "callee"]
-
 
 def stream_name(namespace: str) -> str:
     return Subjects(namespace).audit_stream
-
-
-class AuditRecord(Wire, gc=False):
-    """Who asked whom to do what, for which user, and how it ended.
-
-    The callee writes the record of every request it receives; the caller writes one
-    only when no callee answered (refused before sending, no responders, deadline).
-    """
-
-    request_id: str
-    conversation_id: str
-    origin: str
-    target: str
-    action: str
-    outcome: Outcome
-    side: Side
-    started_at: int
-    """Milliseconds since the epoch."""
-    duration_ms: float
-    hop: int = 0
-    depth: int = 0
-    instance: str | None = None
-    user_id: str | None = None
-    parent_id: str | None = None
-    objective: str | None = None
-    routed_by: str | None = None
-    error_code: str | None = None
-    error_message: str | None = None
-    error_agent: str | None = None
-    tokens: int = 0
-    """Tokens the handler reported using (its own and its sub-calls'), on the callee's record."""
 
 
 def callee_record(

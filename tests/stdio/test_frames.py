@@ -7,8 +7,7 @@ import json
 import msgspec
 import pytest
 
-from a2a.stdio import PROMPT_SCHEMA, Constraints, HistoryTurn, LocalPromptRequest, StdioConfig, turn_timeout
-from a2a.stdio.frames import (
+from a2a.prompt.frames import (
     FrameError,
     LocalPromptProgress,
     LocalPromptResponse,
@@ -19,6 +18,7 @@ from a2a.stdio.frames import (
     peek_oversized,
     peek_response_id,
 )
+from a2a.stdio import PROMPT_SCHEMA, Constraints, HistoryTurn, LocalPromptRequest, StdioConfig, turn_timeout
 from a2a.stdio.lines import LineReader
 from a2a.stdio.process import ProcessSpec, exit_reason, spawn
 
