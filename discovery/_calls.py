@@ -9,17 +9,16 @@ from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
-import redis.exceptions
 from redis.client import NEVER_DECODE
 
 from bus.rejects import Rejects
 
 from ._grants import MAX_GRANTS, Grants, parse_grants
-from ._library import call_with_library, is_missing
+from ._library import call_with_library
 from ._records import RegistryKeys
 from ._scripts import FUNCTIONS
 from ._validate import FIELDS, Invalid, parse_instance
-from .errors import redis_errors
+from .errors import library_missing, redis_errors
 from .profile import AgentProfile
 
 __all__ = ["GRANTS_REFRESH", "LibraryCalls"]
@@ -103,7 +102,7 @@ class LibraryCalls:
                     pipe.execute_command(*command)
                 replies: list[Any] = await pipe.execute(raise_on_error=raise_on_error)
             for reply in replies:
-                if isinstance(reply, redis.exceptions.ResponseError) and is_missing(reply):
+                if library_missing(reply):
                     raise reply
             return replies
 

@@ -13,14 +13,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
-import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
 from bus.errors import Unavailable
 
 from ._scripts import LIBRARY, RETIRED, SOURCE
+from .errors import AccessDenied, ErrorReply, LibraryMissing, library_errors, redis_errors
 
-__all__ = ["LIBRARY", "call_with_library", "is_missing", "load_library"]
+__all__ = ["LIBRARY", "call_with_library", "load_library"]
 
 log = logging.getLogger("a2a.discovery.registry")
 
@@ -34,41 +34,42 @@ async def load_library(client: aioredis.Redis | RedisCluster) -> None:
     (on every master, for a cluster client).
 
     Raises:
-        Unavailable: this user may not load functions, or the server has none (before Redis 7).
+        Unavailable: this user may not load functions, the server has none (before Redis 7),
+            or it could not be reached.
     """
     options: dict[str, Any] = {}
     try:
-        if isinstance(client, RedisCluster):
-            await client.initialize()
-            options["target_nodes"] = client.get_primaries()
-        await client.execute_command("FUNCTION", "LOAD", "REPLACE", SOURCE, **options)
-        for retired in RETIRED:
-            # Older layouts do not check what the roster grants: their functions now refuse
-            # (runtimes of a namespace upgrade together).
-            await client.execute_command("FUNCTION", "LOAD", "REPLACE", retired, **options)
-    except redis.exceptions.NoPermissionError:
+        with redis_errors("loading the registry's functions"):
+            if isinstance(client, RedisCluster):
+                await client.initialize()
+                options["target_nodes"] = client.get_primaries()
+            await client.execute_command("FUNCTION", "LOAD", "REPLACE", SOURCE, **options)
+            for retired in RETIRED:
+                # Older layouts do not check what the roster grants: their functions now refuse
+                # (runtimes of a namespace upgrade together).
+                await client.execute_command("FUNCTION", "LOAD", "REPLACE", retired, **options)
+    except AccessDenied:
         raise Unavailable(
             f"the registry's Redis functions ({LIBRARY}) are not loaded and this Redis user may not "
             f"load them: {LOAD_HINT}"
         ) from None
-    except redis.exceptions.ResponseError as exc:
+    except ErrorReply as exc:
         raise Unavailable(
-            f"could not load the registry's Redis functions ({LIBRARY}; Redis 7+ needed): {exc}"
+            f"could not load the registry's Redis functions ({LIBRARY}; Redis 7+ needed): {exc.reply}"
         ) from exc
     log.info("loaded the registry's Redis functions (%s)", LIBRARY)
 
 
-def is_missing(exc: redis.exceptions.ResponseError) -> bool:
-    """Whether the error says the library's functions are not loaded."""
-    return "function not found" in str(exc).lower()
-
-
 async def call_with_library(client: aioredis.Redis, run: Callable[[], Awaitable[T]]) -> T:
-    """``run()``, which calls the library's functions; when they are missing, load them and run again."""
+    """``run()``, which calls the library's functions; when they are missing, load them and run again.
+
+    Errors other than the missing library are raised as they came (the caller's
+    ``redis_errors`` names its operation), and so are those of the second run.
+    """
     try:
-        return await run()
-    except redis.exceptions.ResponseError as exc:
-        if not is_missing(exc):
-            raise
+        with library_errors():
+            return await run()
+    except LibraryMissing:
+        pass
     await load_library(client)
     return await run()

@@ -30,6 +30,9 @@ master the keys already moved fail until the migration ends; a key of another sl
 with an error naming both slots. Functions live on each master and are replicated to its
 replicas, so a promoted replica has the registry's library; a master the slot migrates to
 does not, and the registry loads it there when its user may (``discovery._library``).
+
+The connection class overrides redis-py internals: tests/cluster/test_redis_contract.py checks
+them, and pyproject.toml keeps redis below the next major version until that test passes on it.
 """
 
 from __future__ import annotations

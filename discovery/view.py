@@ -37,7 +37,6 @@ import time
 from collections.abc import Sequence
 
 import anyio
-import redis.exceptions
 from anyio.abc import TaskStatus
 
 from bus.errors import Unavailable
@@ -49,6 +48,7 @@ from ._quarantine import Quarantine
 from ._ranking import TIE_WINDOW, RankedEntries
 from ._refetch import ReadBudget, Refetch
 from ._validate import Invalid
+from .errors import AccessDenied, redis_errors
 from .profile import AgentProfile
 from .registry import Registry
 
@@ -60,6 +60,7 @@ MAX_WAITING = 256
 """Instances of one agent a view remembers having refused for its instance count."""
 SWEEP_EVERY = 60.0
 """Least time, in seconds, between the sweeper's passes over the whole ``instances`` set."""
+_EVENTS = "the registry's events subscription"
 
 
 class LocalView(RankedEntries):
@@ -162,10 +163,10 @@ class LocalView(RankedEntries):
             while True:
                 try:
                     await self._follow()
-                except (Unavailable, redis.exceptions.RedisError, OSError) as exc:
+                except (Unavailable, OSError) as exc:
                     if self.connected:
                         log.warning("registry events lost (%s); routing from the last known view", exc)
-                    elif isinstance(exc, Unavailable) and _denied(exc) and not refused:
+                    elif isinstance(exc, AccessDenied) and not refused:
                         refused = True  # a configuration error: said once, loudly
                         log.warning(
                             "this Redis user may not follow the registry (%s): regenerate its ACL", exc
@@ -179,14 +180,16 @@ class LocalView(RankedEntries):
     async def _follow(self) -> None:
         pubsub = self.registry.pubsub()
         try:
-            await pubsub.subscribe(self.registry.keys.events)
+            with redis_errors(_EVENTS):
+                await pubsub.subscribe(self.registry.keys.events)
             self._resync(await self.registry.list_agents())
             self.connected = True
             self.resyncs += 1
             self.ready.set()
             wait = min(1.0, self.registry.heartbeat_interval / 2)
             while True:
-                msg = await pubsub.get_message(timeout=wait)
+                with redis_errors(_EVENTS):
+                    msg = await pubsub.get_message(timeout=wait)
                 if msg is not None and msg.get("type") in ("message", b"message"):
                     await self._apply_safely(msg.get("data"))
                 due = self._refetch.due() + self._quarantine.expire() + self._unconfirmed.expire()
@@ -202,7 +205,8 @@ class LocalView(RankedEntries):
             with (
                 anyio.CancelScope(shield=True),
                 anyio.move_on_after(1),
-                contextlib.suppress(redis.exceptions.RedisError, OSError),
+                contextlib.suppress(OSError),
+                redis_errors(_EVENTS),
             ):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
 
@@ -210,7 +214,7 @@ class LocalView(RankedEntries):
         """Apply one event; whatever it holds, the loop that follows the registry goes on."""
         try:
             await self._apply(raw)
-        except (Unavailable, redis.exceptions.RedisError, OSError):
+        except (Unavailable, OSError):
             raise  # the connection's trouble, not the event's: reconnect
         except Exception as exc:  # an input no check foresaw must not stop routing
             self.rejects("event", f"{type(exc).__name__}: {exc}")
@@ -292,7 +296,7 @@ class LocalView(RankedEntries):
                 expiry = await self.registry.expire_due(self.sweeper_id, self.registry.ttl)
             except Unavailable as exc:
                 log.debug("sweeper call failed: %s", exc)
-                wait = SWEEP_EVERY if _denied(exc) else interval
+                wait = SWEEP_EVERY if isinstance(exc, AccessDenied) else interval
             else:
                 if expiry.held:
                     wait = interval / 4 if expiry.wait is None else min(expiry.wait, interval / 4)
@@ -312,9 +316,3 @@ def _load_only(profile: AgentProfile, event: Event) -> bool:
         and (event.capacity or 0) == profile.capacity
         and event.trust == profile.trust
     )
-
-
-def _denied(exc: Unavailable) -> bool:
-    """The Redis user may not run the sweeper (a client's: it may not write the registry)."""
-    cause = exc.__cause__
-    return isinstance(cause, redis.exceptions.NoPermissionError) or "can't run this command" in str(cause)

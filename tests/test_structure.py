@@ -257,3 +257,71 @@ def test_the_wire_and_errors_facades_import_nothing_of_a2a() -> None:
         if target.split(".")[0] == "a2a"
     ]
     assert found == []
+
+
+REDIS_EDGE = {"discovery.errors", "discovery.cluster"}
+"""The modules that may name redis-py's exceptions: the one that translates them to A2A
+errors, and the redis-py connection class beneath it (which speaks redis-py's terms)."""
+
+
+def _redis_exception_names() -> set[str]:
+    import redis.exceptions
+
+    return {
+        name
+        for name, value in vars(redis.exceptions).items()
+        if isinstance(value, type) and issubclass(value, BaseException)
+    }
+
+
+def _names_redis_exceptions(tree: ast.AST, exceptions: set[str]) -> list[int]:
+    """Lines that import or reach redis-py's exception classes (through any redis module)."""
+    aliases: set[str] = set()
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "redis":
+                    aliases.add(alias.asname or "redis")
+                    if alias.name.startswith("redis.exceptions"):
+                        lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "redis":
+            if node.module == "redis.exceptions" or any(a.name in exceptions for a in node.names):
+                lines.append(node.lineno)
+            aliases.update(a.asname or a.name for a in node.names)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in exceptions | {"exceptions"}:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in aliases:
+                lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_only_the_redis_edge_names_redis_exceptions() -> None:
+    exceptions = _redis_exception_names()
+    outside = {
+        name: lines
+        for name, path in _modules().items()
+        if name not in REDIS_EDGE
+        and (lines := _names_redis_exceptions(ast.parse(path.read_text()), exceptions))
+    }
+    assert outside == {}, "catch redis-py errors through discovery.errors (redis_errors and its classes)"
+    edge = (ROOT / "discovery" / "errors.py").read_text()
+    assert _names_redis_exceptions(ast.parse(edge), exceptions)  # the check really finds them
+
+
+def test_a_redis_exception_named_anywhere_would_be_found() -> None:
+    exceptions = _redis_exception_names()
+    for source in (
+        "import redis.exceptions",
+        "from redis.exceptions import WatchError",
+        "from redis import RedisError",
+        "import redis.asyncio as aioredis\ntry:\n    pass\nexcept aioredis.ConnectionError:\n    pass",
+        "import redis\nx = redis.exceptions.ResponseError",
+    ):
+        assert _names_redis_exceptions(ast.parse(source), exceptions), source
+    assert not _names_redis_exceptions(
+        ast.parse("import redis.asyncio as r\nx = r.Redis\nConnectionError"), exceptions
+    )

@@ -22,9 +22,8 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-import redis.exceptions
-
 from bus.errors import A2AError
+from discovery.errors import is_redis_error
 from transports import TransportError
 
 from ..delegation.redact import RedactingFilter, Redactor
@@ -296,7 +295,7 @@ def _explain(exc: BaseException) -> tuple[int, str] | None:
         return FAILED, _a2a_error(exc)
     if isinstance(exc, ValueError):  # settings, arguments, the roster (RosterError)
         return USAGE, text
-    if isinstance(exc, TransportError | redis.exceptions.RedisError):
+    if isinstance(exc, TransportError) or is_redis_error(exc):  # a redis-py error no store translated
         return FAILED, f"cannot reach the server: {text}"
     if isinstance(exc, OSError):  # files, sockets
         return FAILED, text

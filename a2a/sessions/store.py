@@ -20,11 +20,10 @@ from contextlib import asynccontextmanager
 
 import msgspec
 import redis.asyncio as aioredis
-from redis.exceptions import WatchError
 
 from bus.errors import InvalidEnvelope, InvalidParams, Unavailable
 from bus.wire import Wire
-from discovery.errors import redis_errors
+from discovery.errors import WriteConflict, redis_errors
 from discovery.registry import RegistryKeys
 
 from .machine import move
@@ -128,28 +127,36 @@ class SessionStore:
         leaves the session as it was.
         """
         key = self._key(session_id)
-        with redis_errors("update session"):
+        with redis_errors("update session"):  # the pipeline's reset on leaving, too
             async with self.redis.pipeline(transaction=True) as pipe:
                 for _ in range(_CAS_TRIES):
                     try:
-                        await pipe.watch(key)
-                        raw = await pipe.get(key)
-                        if raw is None:
-                            raise NotFound(f"no session {session_id}", details={"sessionId": session_id})
-                        old = _decode(raw, session_id)
-                        new = change(old)
-                        if new is old:
-                            await pipe.unwatch()  # type: ignore[no-untyped-call]
-                            return old
-                        new = msgspec.structs.replace(new, version=old.version + 1, updated_at=time.time())
-                        pipe.multi()  # type: ignore[no-untyped-call]
-                        pipe.set(key, _encode(new), ex=self.ttl)
-                        pipe.publish(self.channel, _encode(SessionEvent(kind="changed", session=new)))
-                        await pipe.execute()
-                        return new
-                    except WatchError:
-                        continue
+                        with redis_errors("update session"):
+                            return await self._compare_and_set(pipe, key, session_id, change)
+                    except WriteConflict:
+                        continue  # another write came first: read it and apply ``change`` again
         raise Unavailable(f"session {session_id} changed {_CAS_TRIES} times while being updated")
+
+    async def _compare_and_set(
+        self, pipe: aioredis.client.Pipeline, key: str, session_id: str, change: Callable[[Session], Session]
+    ) -> Session:
+        """One attempt of :meth:`update` on a pipeline in transaction mode (redis-py raises
+        WatchError when the watched key changed before EXEC)."""
+        await pipe.watch(key)
+        raw = await pipe.get(key)
+        if raw is None:
+            raise NotFound(f"no session {session_id}", details={"sessionId": session_id})
+        old = _decode(raw, session_id)
+        new = change(old)
+        if new is old:
+            await pipe.unwatch()  # type: ignore[no-untyped-call]
+            return old
+        new = msgspec.structs.replace(new, version=old.version + 1, updated_at=time.time())
+        pipe.multi()  # type: ignore[no-untyped-call]
+        pipe.set(key, _encode(new), ex=self.ttl)
+        pipe.publish(self.channel, _encode(SessionEvent(kind="changed", session=new)))
+        await pipe.execute()
+        return new
 
     # -- the owner's lease ----------------------------------------------------------------
 
