@@ -155,10 +155,12 @@ async def test_an_instance_taken_out_of_the_listing_returns_to_views_started_sin
     assert await raw.srem(registries["reader"].keys.instances, honest.agent_id) == 1
     view = LocalView(registries["client"])
     async with anyio.create_task_group() as tg:
-        tg.start_soon(presence, registries["writer"], honest)
         await tg.start(view.run)
         await ready(view)
         assert view.get(honest.agent_id) is None  # the snapshot lacked it
+        # Its runtime beats from now on (started earlier, a full beat could relist it before
+        # the snapshot was taken).
+        tg.start_soon(presence, registries["writer"], honest)
         await until(lambda: view.get(honest.agent_id) is not None, timeout=12 * INTERVAL + 1)  # a full beat
         tg.cancel_scope.cancel()
     await raw.aclose()
