@@ -4,7 +4,8 @@ Two attacks by the user of agent ``reader``, which may publish on the registry's
 channel and write its own instance hashes:
 
 * forged state events about another agent's idle instance (trust 0, busy, offline, another
-  capacity, a false load), once or as a flood: routing by capability must not notice;
+  capacity, a false load), once or as a flood: routing by capability must not notice, in a
+  view alone or in a runtime's real calls by capability;
 * instances of its own claiming a capability the roster does not grant it (``code.edit``
   at 1.0), with a NATS subscription on their subjects: no call may reach them.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,6 +24,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from a2a import Agent, AgentCapability, Context, Runtime, by_capability
+from a2a.errors import NoCapableAgent
 from discovery import InstanceState, LocalView, Registry
 from discovery.errors import RegistrationRefused
 from tests.security.conftest import as_user, password
@@ -259,3 +262,89 @@ async def test_a_compromised_agent_cannot_take_over_a_capability(
     await raw.aclose()
     assert stolen == []
     assert outcomes == {"ok": 48, "other": 0}
+
+
+FLOOD = 3.0
+"""Seconds the forged events are published for: ten heartbeat intervals."""
+
+
+async def test_a_flood_of_forged_state_events_does_not_stop_calls_by_capability(
+    secured_nats: str, acl_server: AclServer, registries: dict[str, Registry]
+) -> None:
+    """End to end: writer's instance serves ``code.edit`` and sits idle between calls; reader's
+    Redis user floods the events channel with state events that take it out of routing
+    (trust 0, busy, offline, capacity 0) while a client keeps calling by capability."""
+    attacker = aioredis.Redis.from_url(acl_server.url("reader"))
+    channel = registries["reader"].keys.events
+    extra = {"heartbeat_interval": INTERVAL}
+    outcomes = {"ok": 0, "no_capable_agent": 0, "other": 0}
+    published = 0
+    async with (
+        Runtime(as_user(secured_nats, "writer", redis_url=acl_server.url("writer"), **extra)) as callee,
+        Runtime(as_user(secured_nats, "client", redis_url=acl_server.url("client"), **extra)) as client,
+    ):
+        (host,) = await callee.serve(coder)
+        view = client.view
+        assert view is not None
+        await ready(view)
+        await until(lambda: view.get(host.instance_id) is not None)
+        for i in range(3):  # routing works before the attack
+            out = await client.call(by_capability("code.edit"), "edit", {"n": i}, timeout=2)
+            assert out["by"] == host.instance_id
+        real = view.get(host.instance_id)
+        assert real is not None
+        status, trust, capacity = real.profile.status, real.profile.trust, real.profile.capacity
+        assert status == "available" and capacity > 0
+        # Each forged event keeps the true load and moves what takes an instance out of
+        # routing: its trust under the floor, its status, its capacity.
+        base = {"e": "st", "id": host.instance_id, "status": status, "load": 0, "capacity": capacity}
+        forged: list[dict[str, Any]] = [
+            {**base, "trust": 0.0},
+            {**base, "status": "busy", "load": capacity},
+            {**base, "status": "offline"},
+            {**base, "capacity": 0},
+            {**base, "trust": 0.0, "status": "offline", "capacity": 0},
+        ]
+
+        async def flood() -> None:
+            nonlocal published
+            while True:
+                event = forged[published % len(forged)]
+                await attacker.publish(channel, json.dumps({**event, "ts": time.time()}))
+                published += 1
+                await anyio.sleep(0.002)
+
+        started = anyio.current_time()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(flood)
+            n = 0
+            while anyio.current_time() - started < FLOOD:
+                try:
+                    out = await client.call(by_capability("code.edit"), "edit", {"n": n}, timeout=2)
+                    outcomes["ok" if out["by"] == host.instance_id else "other"] += 1
+                except NoCapableAgent:
+                    outcomes["no_capable_agent"] += 1
+                except Exception:
+                    outcomes["other"] += 1
+                n += 1
+                await anyio.sleep(0.005)  # lets forged events arrive between calls
+            tg.cancel_scope.cancel()
+        flooded = anyio.current_time() - started
+        await anyio.sleep(INTERVAL)  # the view has taken in the last forged events
+        after = view.get(host.instance_id)
+        stored = await registries["client"].get(host.instance_id)
+    await attacker.aclose()
+    calls = sum(outcomes.values())
+    print(
+        f"forged-state flood: {published} events in {flooded:.1f} s; calls by capability "
+        f"{outcomes['ok']} ok, {calls - outcomes['ok']} failed "
+        f"({outcomes['no_capable_agent']} NO_CAPABLE_AGENT)"
+    )
+    assert published > 200
+    assert calls > 50
+    assert outcomes == {"ok": calls, "no_capable_agent": 0, "other": 0}
+    # The view holds what the instance itself published, as the registry stores it.
+    assert after is not None
+    assert (after.profile.status, after.profile.trust, after.profile.capacity) == (status, trust, capacity)
+    assert stored is not None
+    assert (stored.status, stored.trust, stored.capacity) == (status, trust, capacity)
