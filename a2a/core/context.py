@@ -85,7 +85,7 @@ class Context:
         self.tools_used: list[str] = []
         self._instance = instance
         self._lease = lease
-        self._budget = Budget(request.metadata.budget)
+        self._budget: Budget | None = None  # made when first used: most handlers never do
         self._children = 0
         self._delegating: Delegator | None = None
 
@@ -144,12 +144,18 @@ class Context:
     @property
     def budget_left(self) -> int | None:
         """Tokens this handler may still spend or hand out; None when unlimited."""
-        return self._budget.left
+        return self.request.metadata.budget if self._budget is None else self._budget.left
 
     @property
     def usage(self) -> TokenUsage:
         """Tokens this handler and its settled children used; reported back with the result."""
-        return self._budget.usage
+        return self._account().usage
+
+    @property
+    def spent(self) -> TokenUsage | None:
+        """What :attr:`usage` reports when it is not zero, else None."""
+        budget = self._budget
+        return budget.usage if budget is not None and budget.usage.total else None
 
     @property
     def calls_in_flight(self) -> int:
@@ -179,7 +185,7 @@ class Context:
         Raises:
             BudgetExceeded: the call's token budget is now overspent.
         """
-        self._budget.spend(self.agent, prompt, completion)
+        self._account().spend(self.agent, prompt, completion)
 
     async def progress(self, update: Any) -> None:
         """Tell the caller how the work goes (a JSON-serialisable value), before the result.
@@ -278,7 +284,7 @@ class Context:
                 hop=self.hop,
                 details={"fanOut": self._children + 1, "maxFanOut": limit},
             )
-        budget = self._budget
+        budget = self._account()
         reserved, held = budget.reserve(options.budget)
         if reserved != options.budget:
             options = msgspec.structs.replace(options, budget=reserved)
@@ -381,6 +387,11 @@ class Context:
             FanOutExceeded: more branches than this agent's ``max_fan_out`` (nothing is sent).
         """
         return await self._delegator().fan_out(steps, gather, quorum)
+
+    def _account(self) -> Budget:
+        if self._budget is None:
+            self._budget = Budget(self.request.metadata.budget)
+        return self._budget
 
     def _delegator(self) -> Delegator:
         if self._delegating is None:

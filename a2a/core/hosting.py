@@ -344,7 +344,7 @@ class AgentHost:
                         await history.finish_objective(objective, correlation_id)
                 self._finished()
             if reply and type(env) is RequestEnvelope:
-                usage = ctx.usage if ctx is not None and ctx.usage.total else None
+                usage = ctx.spent if ctx is not None else None
                 if error is None:
                     error = await endpoint.respond(reply, env, result, usage)
                 else:
@@ -356,7 +356,8 @@ class AgentHost:
             trace.ended(error, result)
             audit = services.audit
             if audit.enabled:
-                tokens = ctx.usage.total if ctx is not None else 0
+                spent = ctx.spent if ctx is not None else None
+                tokens = spent.total if spent is not None else 0
                 audit.emit(callee_record(env, name, self.instance_id, services.clock() - t0, error, tokens))
         finally:
             trace.close()
