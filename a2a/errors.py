@@ -7,6 +7,7 @@ from bus.errors import BudgetExceeded as BudgetExceeded
 from bus.errors import Cancelled as Cancelled
 from bus.errors import CycleDetected as CycleDetected
 from bus.errors import DeadlineExceeded as DeadlineExceeded
+from bus.errors import EffectInDoubt as EffectInDoubt
 from bus.errors import FanOutExceeded as FanOutExceeded
 from bus.errors import InputRequired as InputRequired
 from bus.errors import InvalidEnvelope as InvalidEnvelope
@@ -34,6 +35,7 @@ __all__ = [
     "Cancelled",
     "CycleDetected",
     "DeadlineExceeded",
+    "EffectInDoubt",
     "FanOutExceeded",
     "InputRequired",
     "InvalidEnvelope",

@@ -21,6 +21,7 @@
     ├── NoCapableAgent (LookupError)          NO_CAPABLE_AGENT
     ├── Unavailable (ConnectionError)         UNAVAILABLE
     ├── InputRequired                         INPUT_REQUIRED
+    ├── EffectInDoubt                         EFFECT_IN_DOUBT
     └── AgentError                            AGENT_ERROR
 
 ``agent`` and ``hop`` say where an error happened; ``details`` holds machine-readable
@@ -42,6 +43,7 @@ __all__ = [
     "Cancelled",
     "CycleDetected",
     "DeadlineExceeded",
+    "EffectInDoubt",
     "FanOutExceeded",
     "InputRequired",
     "InvalidEnvelope",
@@ -220,6 +222,13 @@ class InputRequired(A2AError):
     code = "INPUT_REQUIRED"
 
 
+class EffectInDoubt(A2AError):
+    """A durable task's side effect started in an earlier attempt and never recorded its end:
+    whether it happened is unknown, so it is not run again (``details['effect']`` names it)."""
+
+    code = "EFFECT_IN_DOUBT"
+
+
 class AgentError(A2AError):
     """The handler raised; the message is the exception's text, never a traceback."""
 
@@ -248,6 +257,7 @@ _BY_CODE: dict[str, type[A2AError]] = {
         NoCapableAgent,
         Unavailable,
         InputRequired,
+        EffectInDoubt,
         AgentError,
     )
 }

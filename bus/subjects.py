@@ -189,6 +189,26 @@ class Subjects:
         """The JetStream stream that keeps the namespace's audit records."""
         return f"A2A_AUDIT_{self.namespace}"
 
+    # -- durable tasks ------------------------------------------------------------------
+
+    def task_queue(self, agent: str) -> str:
+        """Where this sender queues durable tasks for ``agent`` (the sender is the last token)."""
+        return f"{self.root}.taskq.{validate_name('agent name', agent)}.{self.sender}"
+
+    def task_queues(self) -> str:
+        """Every task queue of the namespace: the subjects the task stream keeps."""
+        return f"{self.root}.taskq.*.*"
+
+    @property
+    def task_stream(self) -> str:
+        """The JetStream stream that keeps the namespace's queued tasks."""
+        return f"A2A_TASKQ_{self.namespace}"
+
+    @property
+    def task_bucket(self) -> str:
+        """The KV bucket that keeps the namespace's task records, outcomes and checkpoints."""
+        return f"A2A_TASKS_{self.namespace}"
+
     # -- wildcards (permissions) --------------------------------------------------------
 
     def calls_to_anyone(self) -> list[str]:

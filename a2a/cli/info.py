@@ -15,7 +15,7 @@ from rich.table import Table
 from discovery import AgentProfile, Registry
 from transports import TransportError
 
-from ..core.settings import connect_nats
+from ..core.connect import connect_nats
 from .common import CommandError, console, run_interruptibly, settings_from
 
 __all__ = [

@@ -18,7 +18,14 @@ import anyio
 import msgspec
 
 from bus import Bus
-from bus.errors import A2AError, CycleDetected, DeadlineExceeded, NoCapableAgent, NoResponders
+from bus.errors import (
+    A2AError,
+    CycleDetected,
+    DeadlineExceeded,
+    InvalidParams,
+    NoCapableAgent,
+    NoResponders,
+)
 from bus.ids import new_id
 from bus.limits import check_cycle, check_depth
 from bus.wire import (
@@ -120,32 +127,8 @@ class CallPath:
         if max_hops is not None and max_hops < meta.max_hops:
             meta.max_hops = max(1, max_hops)
         source = parent.agent if parent is not None else self.client
-        env = RequestEnvelope(
-            message_id=new_id(),
-            source_agent_id=source,
-            target_agent_id=route.agent or str(route),
-            conversation_id=parent.request.conversation_id
-            if parent
-            else (options.conversation_id or new_id()),
-            protocol_version=PROTOCOL_VERSION,
-            payload=Payload(action=action, parameters=params),
-            metadata=meta,
-        )
-        if parent is not None:  # the parent's user and grant, unchanged (an agent cannot sign one)
-            env.user_id = parent.request.user_id
-            env.user_grant = parent.request.user_grant
-        elif options.user_id is not None:
-            env.user_id = options.user_id
-            env.user_grant = self._grant(options.user_id, env.conversation_id)
-        if route.capabilities:
-            env.required_capabilities = list(route.capabilities)
+        env = self._envelope(route, action, params, options, parent, meta)
         delegation = options.delegation
-        if options.grants is not None:
-            env.grants = options.grants
-        if delegation is not None:
-            env.delegation = delegation
-        if options.orchestration is not None:
-            env.orchestration = options.orchestration
         hop = meta.hop_count - 1  # the caller's own hop: where a refusal here happened
         instance: str | None = None
         objective: str | None = None
@@ -218,6 +201,63 @@ class CallPath:
             return response
         finally:
             trace.close()
+
+    def _envelope(
+        self,
+        route: Route,
+        action: str,
+        params: dict[str, Any] | None,
+        options: CallOptions,
+        parent: Parent | None,
+        meta: Metadata,
+    ) -> RequestEnvelope:
+        """A new request with ``meta``: this call's lineage, user and rights."""
+        env = RequestEnvelope(
+            message_id=new_id(),
+            source_agent_id=parent.agent if parent is not None else self.client,
+            target_agent_id=route.agent or str(route),
+            conversation_id=parent.request.conversation_id
+            if parent
+            else (options.conversation_id or new_id()),
+            protocol_version=PROTOCOL_VERSION,
+            payload=Payload(action=action, parameters=params),
+            metadata=meta,
+        )
+        if parent is not None:  # the parent's user and grant, unchanged (an agent cannot sign one)
+            env.user_id = parent.request.user_id
+            env.user_grant = parent.request.user_grant
+        elif options.user_id is not None:
+            env.user_id = options.user_id
+            env.user_grant = self._grant(options.user_id, env.conversation_id)
+        if route.capabilities:
+            env.required_capabilities = list(route.capabilities)
+        if options.grants is not None:
+            env.grants = options.grants
+        if options.delegation is not None:
+            env.delegation = options.delegation
+        if options.orchestration is not None:
+            env.orchestration = options.orchestration
+        return env
+
+    def task_request(
+        self, route: Route, action: str, params: dict[str, Any] | None, options: CallOptions, timeout: float
+    ) -> tuple[RequestEnvelope, str]:
+        """The request of a durable task submitted from outside any agent, and the agent
+        whose queue takes it (by capability: the agent of the best instance now).
+
+        Raises:
+            InvalidParams: the route names one instance (a task goes to an agent).
+            NoCapableAgent: no live instance offers the capabilities.
+        """
+        if route.instance is not None:
+            raise InvalidParams("a durable task goes to an agent or a capability, not to one instance")
+        agent = route.agent if route.agent is not None else self._resolve(route, set(), None)[1]
+        meta = self._metadata(None, options, timeout)
+        if options.max_hops is not None and options.max_hops < meta.max_hops:
+            meta.max_hops = max(1, options.max_hops)
+        env = self._envelope(route, action, params, options, None, meta)
+        env.target_agent_id = agent
+        return env, agent
 
     def _metadata(
         self,

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 
+from bus.durable import Attempt, LocalAttempt
 from bus.errors import A2AError, FanOutExceeded, PermissionDenied
 from bus.handoff import ContextFilter, Grants, HandoffData, ThreadMode
-from bus.protocol import PROGRESS_BYTES
 from bus.wire import NotificationEnvelope, Priority, RequestEnvelope, ResponseEnvelope, TokenUsage
 
 from ..delegation.roster import AgentRules
@@ -30,9 +29,6 @@ from .services import Services
 from .slots import Lease
 
 __all__ = ["Context"]
-
-log = logging.getLogger("a2a.agent")
-_encode = msgspec.json.Encoder().encode
 
 
 def _narrow(inherited: list[str] | None, requested: Sequence[str] | None) -> list[str] | None:
@@ -60,6 +56,7 @@ class Context:
         "_delegating",
         "_instance",
         "_lease",
+        "_task",
         "action",
         "deadline",
         "params",
@@ -75,6 +72,7 @@ class Context:
         action: str,
         params: dict[str, Any],
         lease: Lease | None = None,
+        task: Attempt | None = None,
     ) -> None:
         self.request = request
         self.deadline = deadline
@@ -88,6 +86,7 @@ class Context:
         self._budget: Budget | None = None  # made when first used: most handlers never do
         self._children = 0
         self._delegating: Delegator | None = None
+        self._task: Attempt | LocalAttempt | None = task
 
     # -- what this request is -------------------------------------------------------------
 
@@ -140,6 +139,14 @@ class Context:
         if self.request.delegation is None or not isinstance(self.request, RequestEnvelope):
             return None
         return DelegationRequest.from_envelope(self.request)
+
+    @property
+    def task(self) -> Attempt | LocalAttempt:
+        """The durable task attempt this handler runs (:class:`bus.durable.Attempt`); for a
+        plain call, one attempt kept in memory (:class:`bus.durable.LocalAttempt`)."""
+        if self._task is None:
+            self._task = LocalAttempt()
+        return self._task
 
     @property
     def budget_left(self) -> int | None:
@@ -197,17 +204,8 @@ class Context:
         and logged.
         """
         lease = self._lease
-        if lease is None or not lease.reply:
-            return  # a notification: nobody waits
-        try:
-            data = _encode(update)
-        except (TypeError, ValueError, OverflowError) as exc:
-            log.warning("%s: progress update dropped: %s", self.agent, exc)
-            return
-        if len(data) > PROGRESS_BYTES:
-            log.warning("%s: progress update of %d bytes dropped", self.agent, len(data))
-            return
-        await self._instance.progress(lease.reply, data)
+        if lease is not None and lease.reply:  # else a notification or a task: nobody waits
+            await self._instance.send_progress(lease.reply, update)
 
     # -- calling other agents -----------------------------------------------------------
 

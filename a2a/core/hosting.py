@@ -134,6 +134,11 @@ class AgentHost:
         return "busy" if self.slots.busy else "available"
 
     @property
+    def instance(self) -> Instance:
+        """What every handling of this instance shares (its contexts are made from it)."""
+        return self._instance
+
+    @property
     def stats(self) -> HostStats:
         repeated = self.endpoint.repeated if self.endpoint is not None else 0
         return dataclasses.replace(self._stats, repeated=repeated)

@@ -27,7 +27,8 @@ from bus.errors import DeadlineExceeded, NoCapableAgent, Unavailable
 from bus.tasks import loop_clock
 from bus.wire import Priority, ResponseEnvelope
 from discovery import LocalView, Registry
-from transports import MessageHandler, Subscription, Transport, TransportError, TransportEvents
+from transports import MessageHandler, Subscription, Transport, TransportError
+from transports.durable import DurableStore
 
 from ..delegation.context_builder import ContextBuilder
 from ..delegation.policy import Policy
@@ -38,6 +39,8 @@ from ..stores.audit import AuditLog
 from ..stores.history import HistoryStore
 from .agent import Agent
 from .calls import CallPath
+from .connect import bus_events, connect_nats
+from .durable import Tasks, open_tasks
 from .grants import GrantIssuer
 from .guard import Guard
 from .hosting import AgentHost
@@ -45,7 +48,7 @@ from .options import CallOptions, merged
 from .presence import Presence
 from .route import Target
 from .services import Services
-from .settings import Settings, connect_nats
+from .settings import Settings
 
 __all__ = ["Runtime"]
 
@@ -97,6 +100,7 @@ class Runtime:
         redactor: Redactor | None = None,
         context_builder: ContextBuilder | None = None,
         telemetry: Telemetry | None = None,
+        durable: DurableStore | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.id = uuid.uuid4().hex[:12]
@@ -117,6 +121,10 @@ class Runtime:
         self.view: LocalView | None = None
         self.history: HistoryStore | None = None
         self._transport = transport
+        self._durable = durable
+        self.tasks: Tasks
+        """Durable tasks (:class:`a2a.core.durable.Tasks`): on with ``settings.tasks`` or a
+        ``durable`` store given, else each of its calls raises UNAVAILABLE."""
         self._stack: AsyncExitStack | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self.bus: Bus
@@ -144,7 +152,8 @@ class Runtime:
         stack.push_async_callback(_shielded, self.telemetry.aclose)
         if self._transport is None:
             try:
-                self._transport = await connect_nats(s, name=f"a2a-{self.id}", events=self._events())
+                events = bus_events(lambda: getattr(self, "bus", None))
+                self._transport = await connect_nats(s, name=f"a2a-{self.id}", events=events)
             except TransportError as exc:
                 raise Unavailable(str(exc)) from None
         stack.push_async_callback(_shielded, self._transport.aclose)
@@ -184,6 +193,7 @@ class Runtime:
         if self.policy.open:
             log.info("open deployment: no credentials and no roster, so any agent may call any other")
         self.calls = CallPath(bus, self.services, s, self.view, self.grants)
+        self.tasks = await open_tasks(s, self._transport, self._durable, self.calls)
         self.presence = Presence(self.hosts, self.registry, self.view, clock=clock, telemetry=self.telemetry)
         self._tg = tg = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tg.cancel_scope.cancel)
@@ -196,22 +206,6 @@ class Runtime:
         if self.audit.enabled:
             tg.start_soon(self.audit.run)
             stack.push_async_callback(_shielded, self.audit.flush)  # runs first on exit
-
-    def _events(self) -> TransportEvents:
-        """What the connection tells the bus. It is made before the bus, which exists by the
-        time the connection has anything to tell (nothing is sent before)."""
-
-        def refused(operation: str, subject: str) -> None:
-            bus: Bus | None = getattr(self, "bus", None)
-            if bus is not None:
-                bus.permission_refused(operation, subject)
-
-        async def reconnected() -> None:
-            bus: Bus | None = getattr(self, "bus", None)
-            if bus is not None:
-                await bus.reconnected()
-
-        return TransportEvents(permission_error=refused, reconnected=reconnected)
 
     async def __aexit__(
         self,
@@ -235,6 +229,7 @@ class Runtime:
         if not hosts:
             return
         async with anyio.create_task_group() as tg:
+            tg.start_soon(self.tasks.stop, grace)
             for host in hosts:
                 tg.start_soon(host.stop, grace)
         await self.presence.deregister(hosts)
@@ -264,6 +259,8 @@ class Runtime:
                 on_state=self.presence.changed,
             )
             await host.start()
+            assert self._tg is not None
+            self.tasks.serve(host, self._tg)
             self.hosts[agent.name] = host
             started.append(host)
             await self.presence.register(host)

@@ -17,10 +17,9 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from bus.subjects import identity_token, inbox_prefix, validate_name
+from bus.subjects import identity_token, validate_name
 from bus.wire import DEFAULT_MAX_DEPTH, DEFAULT_MAX_HOPS, DEFAULT_TTL_MS
 from discovery.cluster import is_cluster_url, parse_cluster_url
-from transports import NatsOptions, NatsTransport, TransportEvents
 
 __all__ = [
     "ENVIRONMENT",
@@ -31,7 +30,6 @@ __all__ = [
     "Settings",
     "check_nats_url",
     "check_redis_url",
-    "connect_nats",
 ]
 
 MAX_SECONDS = 7 * 24 * 3600.0
@@ -60,6 +58,9 @@ ENVIRONMENT: dict[str, str] = {
     "A2A_HEALTH_PORT": "health_port",
     "A2A_CONNECT_TIMEOUT": "connect_timeout",
     "A2A_MAX_TTL": "max_ttl",
+    "A2A_TASKS": "tasks",
+    "A2A_TASK_ACK_WAIT": "task_ack_wait",
+    "A2A_MAX_TASK_TTL": "max_task_ttl",
     "A2A_MAX_BUDGET": "max_budget",
     "A2A_IDENTITY": "identity",
     "A2A_GRANT_KEYS": "grant_keys",
@@ -105,6 +106,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     Once connected, a runtime reconnects for ever, each attempt allowed 2 s at least."""
     max_ttl: float = 600.0
     """Longest time, in seconds, this runtime's agents give a request, whatever its ``ttlMs`` asks."""
+    tasks: bool = False
+    """Keep durable tasks on JetStream: ``rt.submit`` works, and agents served here take theirs."""
+    task_ack_wait: float = 30.0
+    """Seconds after which a task whose instance stopped keeping it alive goes to another."""
+    max_task_ttl: float = 7 * 24 * 3600.0
+    """Longest time, in seconds, a durable task may take from submission to its end."""
     max_budget: int | None = None
     """Most tokens a request received here may spend, whatever its ``budget`` says (None: no cap)."""
     identity: str | None = None
@@ -291,7 +298,14 @@ def _check_numbers(s: Settings) -> None:
     floor = s.trust_floor
     if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0.0 <= floor <= 1.0:
         raise SettingError("trust_floor", f"must be a number from 0 to 1; got {floor!r}")
-    for field in ("heartbeat_interval", "default_timeout", "connect_timeout", "max_ttl"):
+    for field in (
+        "heartbeat_interval",
+        "default_timeout",
+        "connect_timeout",
+        "max_ttl",
+        "task_ack_wait",
+        "max_task_ttl",
+    ):
         _check_seconds(field, getattr(s, field))
     _check_int("max_hops", s.max_hops, 1, _MAX_COUNT)
     _check_int("max_depth", s.max_depth, 0, _MAX_COUNT)
@@ -355,26 +369,3 @@ def _explain(
         problem = f"expected {_expected(field)}; got {shown}"
     var = sources.get(field)
     return ValueError(f"invalid {var} ({field}): {problem}" if var else f"invalid {field}: {problem}")
-
-
-async def connect_nats(
-    settings: Settings, *, name: str | None = None, events: TransportEvents = TransportEvents()
-) -> NatsTransport:
-    """A NATS connection as ``settings`` describe it: servers, credentials, TLS; ``events``
-    are told of refused permissions and reconnections.
-
-    Raises:
-        TransportError: no server could be reached or authentication failed.
-    """
-    options = NatsOptions(
-        name=name,
-        user=settings.nats_user,
-        password=settings.nats_password,
-        token=settings.nats_token,
-        nkeys_seed=settings.nats_nkey_seed,
-        creds_file=settings.nats_creds,
-        tls=settings.tls_context(),
-        connect_wait=settings.connect_timeout,
-        inbox_prefix=inbox_prefix(settings.name) if settings.proven else None,
-    )
-    return await NatsTransport.connect(settings.nats_url, options, events)

@@ -13,6 +13,9 @@ inside the publisher's::
         async with TestBroker() as broker, broker.runtime(reader) as rt:
             assert await rt.call("reader", "read", {"path": "app.py"}) == {"text": "..."}
 
+Durable tasks run here too, on an in-memory store with the same semantics (redelivery
+after ``durable.ack_wait``, first-writer-wins outcomes): ``rt.tasks.submit(...)``.
+
 With pytest, ``pytest_plugins = ["a2a.testing.pytest_plugin"]`` in your top-level
 ``conftest.py`` gives the fixtures ``a2a_broker`` and ``a2a_runtime`` (see there).
 """
@@ -24,6 +27,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from transports import MemoryBroker
+from transports.durable import MemoryDurable
 
 from ..core.agent import Agent
 from ..core.runtime import Runtime
@@ -37,16 +41,22 @@ class TestBroker(MemoryBroker):
 
     __test__ = False  # not a pytest test class
 
+    def __init__(self, *, max_payload: int = 1024 * 1024, ack_wait: float = 30.0) -> None:
+        super().__init__(max_payload=max_payload)
+        self.durable = MemoryDurable(ack_wait=ack_wait)
+        """The durable-task store every runtime of this broker shares."""
+
     @asynccontextmanager
     async def runtime(self, *agents: Agent, **settings: Any) -> AsyncIterator[Runtime]:
         """A runtime connected to this broker, serving ``agents``; closed on exit.
 
         ``settings`` are :class:`a2a.Settings` fields (``namespace``, ``max_hops``,
         ``default_timeout``, ...) or the runtime's keyword arguments (``policy``,
-        ``redactor``, ``context_builder``, ``telemetry``, ``registry``). Without a
+        ``redactor``, ``context_builder``, ``telemetry``, ``registry``, ``durable``). Without a
         ``redis_url`` or ``registry`` it has no registry: calls route by name.
         """
         options = {k: settings.pop(k) for k in _RUNTIME_OPTIONS if k in settings}
+        options.setdefault("durable", self.durable)
         settings.setdefault("redis_url", None)
         async with Runtime(Settings(**settings), transport=self.connect(), **options) as rt:
             if agents:
@@ -54,4 +64,4 @@ class TestBroker(MemoryBroker):
             yield rt
 
 
-_RUNTIME_OPTIONS = ("registry", "policy", "redactor", "context_builder", "telemetry")
+_RUNTIME_OPTIONS = ("registry", "policy", "redactor", "context_builder", "telemetry", "durable")

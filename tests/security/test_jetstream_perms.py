@@ -18,7 +18,7 @@ import nats
 import pytest
 
 from a2a import Runtime
-from a2a.core.settings import connect_nats
+from a2a.core.connect import connect_nats
 from a2a.stores.audit import read_audit, stream_name
 from bus.errors import NoResponders
 from tests.security.conftest import NAMESPACE, as_user, password

@@ -314,7 +314,7 @@ async def test_a_reply_must_answer_the_very_request(deployment: dict[str, Runtim
 async def test_audit_records_are_read_by_clients_and_auditors_only_and_forgeries_are_skipped(
     deployment: dict[str, Runtime], attacker: Any, secured_nats: str
 ) -> None:
-    from a2a.core.settings import connect_nats
+    from a2a.core.connect import connect_nats
     from a2a.stores.audit import read_audit
 
     await deployment["client"].call("planner", "plan", {})

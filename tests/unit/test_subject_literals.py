@@ -14,9 +14,10 @@ PACKAGES = ("transports", "bus", "discovery", "a2a")
 BUILDER = ROOT / "bus" / "subjects.py"
 
 # A literal that is (the start of) a subject of the layout, or a JetStream API subject.
-_LITERAL = re.compile(r"^(a2a\.[A-Za-z0-9_-]+\.(agent|inst|cancel|reply|notify|audit)(\.|$)|\$JS\.API\.)")
+_KINDS = "(agent|inst|cancel|reply|notify|audit|taskq)"
+_LITERAL = re.compile(rf"^(a2a\.[A-Za-z0-9_-]+\.{_KINDS}(\.|$)|\$JS\.API\.)")
 # The piece of an f-string that follows a namespace root: ``{root}.inst.`` and the like.
-_AFTER_ROOT = re.compile(r"^\.(agent|inst|cancel|reply|notify|audit)(\.|$)")
+_AFTER_ROOT = re.compile(rf"^\.{_KINDS}(\.|$)")
 
 
 def subject_literals(source: str) -> Iterator[tuple[int, str]]:

@@ -1,0 +1,195 @@
+"""Durable tasks of a runtime: submit and follow them, and take them for the agents it serves.
+
+::
+
+    task = await rt.tasks.submit("coder", "implement", {"spec": "..."}, key="spec-42", timeout=3600)
+    print(task.id)                        # keep it: any process re-attaches with rt.tasks.get(id)
+    result = await task.result()          # the result, or the task's typed error
+
+A task is accepted once the store has it; from then on it ends exactly once, with one stored
+outcome, whatever crashes. The instance running it keeps it alive; when that instance dies
+another instance of the agent gets it after the ack wait (``A2A_TASK_ACK_WAIT``), its
+``ctx.task.number`` one higher. Handlers need no change to be run as tasks; those that want to
+resume use ``ctx.task.checkpoint(state)`` / ``ctx.task.last_checkpoint`` and journal side
+effects with ``ctx.task.effect(name, fn)`` (see :mod:`bus.durable.attempt`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from bus.durable import Taker, TaskClient, TaskOutcome, TaskRecord, TaskStore
+from bus.errors import A2AError, InvalidParams, Unavailable, error_from_info
+from transports import NatsTransport, Transport, TransportError
+from transports.durable import DurableStore
+from transports.jetstream_store import JetStreamDurable, StoreConfig
+
+from .calls import CallPath
+from .hosting import AgentHost
+from .options import CallOptions, merged
+from .route import Target, as_route
+from .settings import Settings
+from .tasking import TaskHost
+
+__all__ = ["Task", "Tasks", "open_tasks"]
+
+log = logging.getLogger("a2a.tasks")
+
+MAX_ATTEMPTS = 5
+"""Attempts a task gets by default before it ends FAILED (each one's instance died)."""
+
+
+class Task:
+    """A handle on one durable task; any number of them, in any process, may follow it."""
+
+    def __init__(self, client: TaskClient, record: TaskRecord, created: bool = True) -> None:
+        self._client = client
+        self.record = record
+        self.created = created
+        """False when an idempotency key named a task submitted before (nothing was queued again)."""
+
+    @property
+    def id(self) -> str:
+        return self.record.task_id
+
+    async def outcome(self) -> TaskOutcome:
+        """Wait for the task to end (by its deadline at the latest) and return how it ended."""
+        return await self._client.outcome(self.record)
+
+    async def result(self) -> Any:
+        """Wait for the task's result.
+
+        Raises:
+            A2AError: the typed error the task ended with (DEADLINE_EXCEEDED, CANCELLED, ...).
+        """
+        return _result_of(await self.outcome())
+
+    async def peek(self) -> TaskOutcome | None:
+        """How the task ended, or None while it has not."""
+        return await self._client.peek(self.record)
+
+    async def cancel(self) -> TaskOutcome:
+        """Cancel the task: no attempt starts after this, and a running one is stopped.
+
+        Returns how the task ended (CANCELLED, or its outcome if it had ended before).
+        """
+        return await self._client.cancel(self.record)
+
+
+def _result_of(outcome: TaskOutcome) -> Any:
+    if outcome.state == "completed":
+        return outcome.result
+    if outcome.error is None:
+        raise A2AError(f"the task ended {outcome.state} without a reason")
+    raise error_from_info(outcome.error)
+
+
+class Tasks:
+    """The runtime's durable tasks: the caller half, and the takers of its hosted agents."""
+
+    def __init__(self, store: TaskStore | None, calls: CallPath, *, ack_wait: float, max_ttl: float) -> None:
+        self.store = store
+        self.calls = calls
+        self.client = TaskClient(store, calls.bus.subjects) if store is not None else None
+        self.ack_wait = ack_wait
+        self.max_ttl = max_ttl
+        self._takers: list[Taker] = []
+
+    async def submit(
+        self,
+        target: Target,
+        action: str,
+        params: dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+        *,
+        key: str | None = None,
+        timeout: float | None = None,
+        user_id: str | None = None,
+        max_attempts: int = MAX_ATTEMPTS,
+    ) -> Task:
+        """Accept a task for ``target`` (an agent by name, or the agent of the best capable
+        instance now) and return at once with its handle.
+
+        ``key`` is an idempotency key: the same key (for the same user) again returns the
+        same task, and nothing runs twice. ``timeout`` may be hours (``A2A_MAX_TASK_TTL``).
+
+        Raises:
+            Unavailable: durable tasks are off here, or the store is unreachable.
+            InvalidParams: a key that is empty or longer than 256 characters, or a bad
+                ``max_attempts``.
+            A2AError: the target cannot be resolved (NO_CAPABLE_AGENT, ...).
+        """
+        if key is not None and not 0 < len(key) <= 256:
+            raise InvalidParams("an idempotency key has 1 to 256 characters")
+        if not 1 <= max_attempts <= 100:
+            raise InvalidParams("max_attempts is from 1 to 100")
+        client = self._client()
+        options = merged(options, timeout=timeout, user_id=user_id)
+        limit = min(options.timeout or self.max_ttl, self.max_ttl)
+        request, agent = self.calls.task_request(as_route(target), action, params, options, limit)
+        record, created = await client.submit(request, agent, key=key, max_attempts=max_attempts)
+        return Task(client, record, created)
+
+    async def get(self, task_id: str, user_id: str | None = None) -> Task:
+        """Re-attach to a task by its id (only the user it was submitted for may).
+
+        Raises:
+            PermissionDenied: no such task for ``user_id``.
+        """
+        client = self._client()
+        return Task(client, await client.record(task_id, user_id), created=False)
+
+    def _client(self) -> TaskClient:
+        if self.client is None:
+            raise Unavailable("durable tasks are off here: set A2A_TASKS=1 (JetStream is needed)")
+        return self.client
+
+    def serve(self, host: AgentHost, tg: TaskGroup) -> None:
+        """Take ``host``'s agent's tasks in ``tg`` until :meth:`stop` (nothing when tasks are off)."""
+        if self.store is None:
+            return
+        subjects = self.calls.bus.subjects
+        taker = Taker(self.store, subjects, host.agent.name, host.instance_id, ack_wait=self.ack_wait)
+        runner = TaskHost(host.agent, host.instance, host.slots)
+        self._takers.append(taker)
+        tg.start_soon(taker.run, runner.run, host.agent.max_concurrency)
+
+    async def stop(self, grace: float) -> None:
+        """Take no more tasks; running attempts get ``grace`` seconds, the rest are handed back."""
+        async with anyio.create_task_group() as tg:
+            for taker in self._takers:
+                tg.start_soon(taker.stop, grace)
+        self._takers.clear()
+
+
+async def open_tasks(
+    settings: Settings, transport: Transport | None, store: DurableStore | None, calls: CallPath
+) -> Tasks:
+    """The runtime's durable tasks: on ``store`` when one is given, else on JetStream when
+    ``settings.tasks`` is set (the stream and bucket are made if missing); else off.
+
+    Raises:
+        Unavailable: the JetStream store cannot be opened.
+    """
+    ack_wait, max_ttl = settings.task_ack_wait, settings.max_task_ttl
+    if store is None:
+        if not settings.tasks or not isinstance(transport, NatsTransport):
+            return Tasks(None, calls, ack_wait=ack_wait, max_ttl=max_ttl)
+        subjects = calls.bus.subjects
+        config = StoreConfig(
+            stream=subjects.task_stream,
+            subjects=[subjects.task_queues()],
+            bucket=subjects.task_bucket,
+            ack_wait=settings.task_ack_wait,
+        )
+        jetstream = JetStreamDurable(transport, config)
+        try:
+            await jetstream.open()
+        except TransportError as exc:
+            raise Unavailable(f"durable tasks need JetStream: {exc}") from None
+        store = jetstream
+    return Tasks(TaskStore(store), calls, ack_wait=ack_wait, max_ttl=max_ttl)

@@ -1,0 +1,94 @@
+"""Running one attempt of a durable task on a hosted instance, like a call, to a stored outcome.
+
+The attempt goes through what a call goes through: the callee's checks (:func:`admit`,
+with the time left computed from the task's absolute deadline, as it may have waited in
+the queue), a concurrency slot shared with the instance's calls, the handler with a
+:class:`~a2a.Context` whose ``task`` is this attempt, redaction of error messages, the
+audit record and the trace. What a call would reply becomes the task's outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import anyio
+
+from bus.durable import Attempt, TaskOutcome
+from bus.errors import A2AError, AgentError, DeadlineExceeded
+
+from ..stores.audit import callee_record
+from .admission import admit
+from .agent import Agent
+from .context import Context
+from .delegating import finish_delegation
+from .instance import Instance
+from .slots import Lease, Slots
+
+__all__ = ["TaskHost"]
+
+log = logging.getLogger("a2a.tasks")
+
+_MAX_ERROR_CHARS = 2000
+
+
+class TaskHost:
+    """Runs attempts of durable tasks for one instance of ``agent``."""
+
+    def __init__(self, agent: Agent, instance: Instance, slots: Slots) -> None:
+        self.agent = agent
+        self.instance = instance
+        self.slots = slots
+
+    async def run(self, attempt: Attempt, sender: str) -> TaskOutcome:
+        """Run ``attempt`` for ``sender``; its outcome (a typed error is an outcome too)."""
+        services = self.instance.services
+        name = self.agent.name
+        env = attempt.queued.request
+        meta = env.metadata
+        if meta.deadline is not None:  # it may have waited: the time left is the deadline's
+            meta.ttl_ms = max(0, meta.deadline - int(time.time() * 1000))
+        t0 = services.clock()
+        trace = services.telemetry.handle(env, None, name, self.instance.instance_id)
+        ctx: Context | None = None
+        error: A2AError | None = None
+        result = None
+        try:
+            try:
+                action, params, deadline = admit(self.agent, services.policy, services.guard, env, sender, t0)
+                task = asyncio.current_task()
+                assert task is not None
+                held = Lease(self.slots, task, "", t0, deadline, sender)
+                ctx = Context(self.instance, env, deadline, action.name, params, held, attempt)
+                with anyio.fail_after(max(0.0, deadline - services.clock())):
+                    await held.take()
+                    try:
+                        result = await action.handler(ctx, params)
+                    finally:
+                        held.give_up()
+                    if env.delegation is not None:
+                        result = await finish_delegation(services, name, env, result, ctx.tools_used)
+            except TimeoutError:
+                error = DeadlineExceeded(f"{name} did not finish {env.payload.action!r} before the deadline")
+            except A2AError as exc:
+                error = exc
+                if not exc.remote:
+                    exc.message = services.redactor.redact(exc.message[:_MAX_ERROR_CHARS])
+            except Exception as exc:  # the handler's own failure: AGENT_ERROR, as for a call
+                message = services.redactor.redact(str(exc)[:_MAX_ERROR_CHARS]) or type(exc).__name__
+                log.warning("%s: task %s failed: %s", self.instance.instance_id, attempt.task_id, message)
+                error = AgentError(message)
+            spent = ctx.spent if ctx is not None else None
+            if error is not None:
+                error.located(name, meta.hop_count)
+            trace.ended(error, result)
+            if services.audit.enabled:
+                tokens, elapsed = spent.total if spent is not None else 0, services.clock() - t0
+                record = callee_record(env, name, self.instance.instance_id, elapsed, error, tokens)
+                services.audit.emit(record)
+            if error is not None:
+                return TaskOutcome(state="failed", error=error.to_info(), usage=spent)
+            return TaskOutcome(state="completed", result=result, usage=spent)
+        finally:
+            trace.close()

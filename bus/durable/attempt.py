@@ -1,0 +1,85 @@
+"""One attempt at a durable task, as its handler sees it: checkpoints and journaled side effects.
+
+``checkpoint(state)`` keeps the handler's progress; a later attempt (after a crash or a
+shutdown) reads it back as ``last_checkpoint`` and resumes from there. ``effect(name, fn)``
+runs a side effect at most once per task: its start is recorded before ``fn`` runs and
+its result after; a later attempt gets the recorded result without running it, and one
+that finds a start without an end raises EFFECT_IN_DOUBT (it never runs it again), unless
+the effect was declared ``idempotent``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from ..errors import EffectInDoubt
+from . import keys
+from .store import TaskStore
+from .wire import EffectRecord, QueuedTask
+
+__all__ = ["Attempt", "LocalAttempt"]
+
+T = TypeVar("T")
+
+
+class Attempt:
+    """Attempt ``number`` of the task ``queued`` holds, with its checkpoints and effects in ``store``."""
+
+    def __init__(self, store: TaskStore, queued: QueuedTask, number: int, last_checkpoint: Any) -> None:
+        self.store = store
+        self.queued = queued
+        self.number = number
+        self.last_checkpoint = last_checkpoint
+        """What the last :meth:`checkpoint` of an earlier attempt (or this one) kept; None at first."""
+
+    @property
+    def task_id(self) -> str | None:
+        return self.queued.task_id
+
+    async def checkpoint(self, state: Any) -> None:
+        """Keep ``state`` (JSON-serialisable) for a later attempt to resume from.
+
+        Raises:
+            Unavailable: the store could not keep it.
+        """
+        await self.store.put(keys.checkpoint(self.queued.task_id), state)
+        self.last_checkpoint = state
+
+    async def effect(self, name: str, fn: Callable[[], Awaitable[T]], *, idempotent: bool = False) -> T:
+        """Run the side effect ``name`` at most once for this task and return its result.
+
+        Raises:
+            EffectInDoubt: an earlier attempt started it and recorded no end (unless ``idempotent``).
+        """
+        key = keys.effect(self.queued.task_id, name)
+        record = await self.store.get(key, EffectRecord)
+        if record is not None:
+            if record.done:
+                return record.result  # type: ignore[no-any-return]
+            if not idempotent and record.attempt != self.number:
+                raise EffectInDoubt(
+                    f"the side effect {name!r} started in attempt {record.attempt} and never recorded "
+                    "its end: it may or may not have happened, so it is not run again",
+                    details={"effect": name, "attempt": record.attempt},
+                )
+        await self.store.put(key, EffectRecord(attempt=self.number))
+        result = await fn()
+        await self.store.put(key, EffectRecord(attempt=self.number, done=True, result=result))
+        return result
+
+
+class LocalAttempt:
+    """What a handler serving a plain call gets instead: one attempt, kept in memory."""
+
+    task_id: str | None = None
+    number = 1
+
+    def __init__(self) -> None:
+        self.last_checkpoint: Any = None
+
+    async def checkpoint(self, state: Any) -> None:
+        self.last_checkpoint = state
+
+    async def effect(self, name: str, fn: Callable[[], Awaitable[T]], *, idempotent: bool = False) -> T:
+        return await fn()

@@ -1,0 +1,65 @@
+"""The durable store as the task protocol uses it: encoding, and store errors as Unavailable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
+from typing import Any, TypeVar
+
+import msgspec
+
+from transports import TransportError
+from transports.durable import Delivery, DurableStore, Notice
+
+from ..errors import Unavailable
+
+__all__ = ["TaskStore"]
+
+T = TypeVar("T")
+
+_encode = msgspec.json.Encoder().encode
+
+
+@contextmanager
+def _unavailable(doing: str) -> Iterator[None]:
+    try:
+        yield
+    except TransportError as exc:
+        raise Unavailable(f"the task store failed {doing}: {exc}") from None
+
+
+class TaskStore:
+    """A :class:`transports.durable.DurableStore` with typed values and A2A errors (Unavailable)."""
+
+    def __init__(self, store: DurableStore) -> None:
+        self.raw = store
+
+    async def enqueue(self, subject: str, msg_id: str, value: Any, *, ttl: float | None) -> bool:
+        with _unavailable("storing a task"):
+            return await self.raw.enqueue(subject, msg_id, _encode(value), ttl=ttl)
+
+    async def take(self, consumer: str, subject: str, *, max_items: int, timeout: float) -> list[Delivery]:
+        with _unavailable("taking tasks"):
+            return await self.raw.take(consumer, subject, max_items=max_items, timeout=timeout)
+
+    async def create(self, key: str, value: Any) -> bool:
+        with _unavailable("writing a task's record"):
+            return await self.raw.create(key, _encode(value))
+
+    async def put(self, key: str, value: Any) -> None:
+        with _unavailable("writing a task's record"):
+            await self.raw.put(key, _encode(value))
+
+    async def get(self, key: str, kind: type[T]) -> T | None:
+        """The value of ``key`` as ``kind``; None when missing (or unreadable: counted as missing)."""
+        with _unavailable("reading a task's record"):
+            data = await self.raw.get(key)
+        if data is None:
+            return None
+        try:
+            return msgspec.json.decode(data, type=kind)
+        except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
+            return None
+
+    def watch(self, key: str) -> AbstractAsyncContextManager[Notice]:
+        return self.raw.watch(key)

@@ -1,0 +1,128 @@
+"""The caller half of durable tasks: accept a task once, wait for its outcome, cancel it."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+
+from ..errors import Cancelled, DeadlineExceeded, PermissionDenied, Unavailable
+from ..subjects import Subjects
+from ..wire import RequestEnvelope
+from . import keys
+from .store import TaskStore
+from .wire import QueuedTask, TaskOutcome, TaskRecord
+
+__all__ = ["TaskClient"]
+
+RECHECK = 5.0
+"""Seconds a waiter goes without a notice before it reads the outcome again anyway."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class TaskClient:
+    """Submits durable tasks of one namespace as the runtime ``subjects`` name, and follows them."""
+
+    def __init__(self, store: TaskStore, subjects: Subjects) -> None:
+        self.store = store
+        self.subjects = subjects
+
+    async def submit(
+        self, request: RequestEnvelope, agent: str, *, key: str | None, max_attempts: int
+    ) -> tuple[TaskRecord, bool]:
+        """Accept ``request`` as a task for ``agent``; its correlation id is the task id.
+
+        Returns the task's record and True, or, when ``key`` names a task its owner
+        submitted already, that task's record and False (nothing is queued again).
+
+        Raises:
+            Unavailable: the store could not take it.
+        """
+        store = self.store
+        task_id = request.metadata.correlation_id
+        owner = request.user_id
+        if key is not None and not await store.create(keys.idempotency(owner, key), task_id):
+            existing = await store.get(keys.idempotency(owner, key), str)
+            found = await self._record_of(existing) if existing else None
+            if found is not None:
+                return found, False
+            raise Unavailable("the task this key names is being submitted: try again in a moment")
+        meta = request.metadata
+        record = TaskRecord(
+            task_id=task_id,
+            agent=agent,
+            action=request.payload.action,
+            conversation_id=request.conversation_id,
+            submitted_at=meta.timestamp,
+            deadline=meta.deadline or meta.timestamp + (meta.ttl_ms or 0),
+            owner=owner,
+            key=key,
+            max_attempts=max_attempts,
+        )
+        await store.create(keys.record(task_id), record)
+        queued = QueuedTask(task_id=task_id, request=request, max_attempts=max_attempts)
+        ttl = max(1.0, (record.deadline - now_ms()) / 1000)
+        await store.enqueue(self.subjects.task_queue(agent), task_id, queued, ttl=ttl)
+        return record, True
+
+    async def _record_of(self, task_id: str) -> TaskRecord | None:
+        """The record of a task just submitted by another process (it may be a moment behind)."""
+        for _ in range(20):
+            record = await self.store.get(keys.record(task_id), TaskRecord)
+            if record is not None:
+                return record
+            await anyio.sleep(0.05)
+        return None
+
+    async def record(self, task_id: str, user_id: str | None) -> TaskRecord:
+        """The record of ``task_id``, for its owner only.
+
+        Raises:
+            PermissionDenied: no such task, or it belongs to another user (the two look alike).
+        """
+        record = await self.store.get(keys.record(task_id), TaskRecord) if task_id.isalnum() else None
+        if record is None or record.owner != user_id:
+            raise PermissionDenied("no such task for this user", details={"taskId": task_id[:64]})
+        return record
+
+    async def outcome(self, record: TaskRecord) -> TaskOutcome:
+        """Wait for the task's outcome; at its deadline, end it DEADLINE_EXCEEDED (unless it ended)."""
+        store = self.store
+        key = keys.outcome(record.task_id)
+        async with store.watch(key) as notice:
+            while True:
+                found = await store.get(key, TaskOutcome)
+                if found is not None:
+                    return found
+                left = (record.deadline - now_ms()) / 1000
+                if left <= 0:
+                    late = DeadlineExceeded(f"the task did not end before its deadline ({record.agent})")
+                    await store.create(
+                        key, TaskOutcome(state="failed", error=late.to_info(), finished_at=now_ms())
+                    )
+                    continue  # read back whichever outcome was stored first
+                with anyio.move_on_after(min(left, RECHECK)):
+                    await notice.wait()
+
+    async def peek(self, record: TaskRecord) -> TaskOutcome | None:
+        """The outcome if the task has ended, else None."""
+        return await self.store.get(keys.outcome(record.task_id), TaskOutcome)
+
+    async def cancel(self, record: TaskRecord, reason: str = "cancelled by its caller") -> TaskOutcome:
+        """Mark the task cancelled: no attempt starts after this, a running one is stopped.
+
+        Returns the task's outcome: CANCELLED, or how it ended before the cancel.
+        """
+        store = self.store
+        await store.put(keys.cancel(record.task_id), reason)
+        error = Cancelled(reason, details={"taskId": record.task_id})
+        await store.create(
+            keys.outcome(record.task_id),
+            TaskOutcome(state="cancelled", error=error.to_info(), finished_at=now_ms()),
+        )
+        found = await store.get(keys.outcome(record.task_id), TaskOutcome)
+        assert found is not None
+        return found

@@ -1,0 +1,187 @@
+"""The callee half of durable tasks: take an agent's tasks, run each attempt, store its outcome once.
+
+Per delivery (:meth:`Taker._attempt`):
+
+    undecodable              dropped for good (counted, logged)
+    outcome stored already   acknowledged (a redelivery of a task that ended)
+    cancelled                acknowledged (the canceller stored the outcome)
+    past its deadline        DEADLINE_EXCEEDED stored, acknowledged; the handler never runs
+    attempt > max_attempts   FAILED stored with every attempt's story, dropped
+    else                     the attempt is recorded, then run with the delivery kept alive
+                             (``working`` every ack_wait / 3) and the cancel key watched;
+                             its outcome is created (the first writer wins), then acknowledged
+
+A crash leaves the delivery unacknowledged: after the ack wait the queue delivers it again,
+``attempt`` one higher, to any instance of the agent. At shutdown, :meth:`Taker.stop` stops
+taking, lets running attempts finish within the grace, and gives the others back at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import anyio
+import msgspec
+
+from transports.durable import Delivery
+
+from ..errors import AgentLost, DeadlineExceeded
+from ..rejects import Rejects
+from ..subjects import Subjects
+from . import keys
+from .attempt import Attempt
+from .store import TaskStore
+from .submit import now_ms
+from .wire import AttemptRecord, QueuedTask, TaskOutcome
+
+__all__ = ["RunAttempt", "Taker"]
+
+log = logging.getLogger("a2a.tasks")
+
+RunAttempt = Callable[[Attempt, str], Awaitable[TaskOutcome]]
+"""Runs one attempt for the sender (the token its queue subject names); returns its outcome."""
+
+TAKE_WAIT = 5.0
+"""Seconds one take waits for work before it asks again."""
+
+_queued = msgspec.json.Decoder(QueuedTask)
+
+
+class Taker:
+    """Takes the tasks of ``agent`` for the instance ``instance``, ``capacity`` at a time."""
+
+    def __init__(
+        self, store: TaskStore, subjects: Subjects, agent: str, instance: str, *, ack_wait: float
+    ) -> None:
+        self.store = store
+        self.agent = agent
+        self.instance = instance
+        self.ack_wait = ack_wait
+        self.subject = subjects.receiving().task_queue(agent)
+        self.rejects = Rejects(log, f"{instance}: task")
+        self.running = 0
+        self._freed = anyio.Event()
+        self._taking = anyio.CancelScope()
+        self._all = anyio.CancelScope()
+
+    async def run(self, run_attempt: RunAttempt, capacity: int) -> None:
+        """Take and run tasks until :meth:`stop` (or cancelled)."""
+        with self._all:
+            async with anyio.create_task_group() as tg:
+                with self._taking:
+                    while True:
+                        while self.running >= capacity:
+                            self._freed = anyio.Event()
+                            await self._freed.wait()
+                        deliveries = await self.store.take(
+                            self.agent, self.subject, max_items=capacity - self.running, timeout=TAKE_WAIT
+                        )
+                        for delivery in deliveries:
+                            self.running += 1
+                            tg.start_soon(self._attempt, delivery, run_attempt)
+
+    async def stop(self, grace: float) -> None:
+        """Take no more; give running attempts ``grace`` seconds, then hand them back at once."""
+        self._taking.cancel()
+        with anyio.move_on_after(grace):
+            while self.running:
+                self._freed = anyio.Event()
+                await self._freed.wait()
+        self._all.cancel()
+
+    async def _attempt(self, delivery: Delivery, run_attempt: RunAttempt) -> None:
+        try:
+            await self._settle(delivery, run_attempt)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                await delivery.nak()  # the instance stops: another takes it at once
+            raise
+        except Exception as exc:  # the store failed: the delivery comes back after the ack wait
+            log.warning("%s: task attempt not settled: %s", self.instance, exc)
+        finally:
+            self.running -= 1
+            self._freed.set()
+
+    async def _settle(self, delivery: Delivery, run_attempt: RunAttempt) -> None:
+        store = self.store
+        try:
+            queued = _queued.decode(delivery.data)
+        except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError) as exc:
+            self.rejects("undecodable", str(exc)[:200])
+            await delivery.term()
+            return
+        task_id = queued.task_id
+        if await store.get(keys.outcome(task_id), TaskOutcome) is not None:
+            await delivery.ack()  # it ended (or was cancelled) already
+            return
+        meta = queued.request.metadata
+        if meta.deadline is not None and meta.deadline <= now_ms():
+            late = DeadlineExceeded(f"the task's deadline passed before {self.agent} could start it")
+            await self._finish(delivery, queued, TaskOutcome(state="failed", error=late.to_info()))
+            return
+        if delivery.attempt > queued.max_attempts:
+            await self._give_up(delivery, queued)
+            return
+        started = AttemptRecord(attempt=delivery.attempt, instance=self.instance, started_at=now_ms())
+        await store.put(keys.attempt(task_id, delivery.attempt), started)
+        checkpoint = await store.get(keys.checkpoint(task_id), object)
+        attempt = Attempt(store, queued, delivery.attempt, checkpoint)
+        sender = delivery.subject[delivery.subject.rfind(".") + 1 :]
+        outcome: TaskOutcome | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._keep_alive, delivery)
+            tg.start_soon(self._watch_cancel, task_id, tg.cancel_scope)
+            outcome = await run_attempt(attempt, sender)
+            tg.cancel_scope.cancel()
+        if outcome is None:  # cancelled through its cancel key: the canceller stored the outcome
+            await delivery.ack()
+            return
+        outcome.attempt, outcome.instance = delivery.attempt, self.instance
+        await self._finish(delivery, queued, outcome)
+        ended = AttemptRecord(
+            attempt=delivery.attempt, instance=self.instance, started_at=started.started_at, ended_at=now_ms()
+        )
+        await store.put(keys.attempt(task_id, delivery.attempt), ended)
+
+    async def _finish(self, delivery: Delivery, queued: QueuedTask, outcome: TaskOutcome) -> None:
+        """Store the outcome (unless one was stored first), then acknowledge."""
+        if not outcome.finished_at:
+            outcome.finished_at = now_ms()
+        await self.store.create(keys.outcome(queued.task_id), outcome)
+        await delivery.ack()
+
+    async def _give_up(self, delivery: Delivery, queued: QueuedTask) -> None:
+        """Every attempt died: the task ends FAILED, with what each attempt left behind."""
+        reasons = []
+        for n in range(1, queued.max_attempts + 1):
+            record = await self.store.get(keys.attempt(queued.task_id, n), AttemptRecord)
+            if record is None:
+                reasons.append(f"attempt {n}: no record")
+            elif record.ended_at is None:
+                reasons.append(f"attempt {n} on {record.instance}: no end recorded (its process died?)")
+            else:
+                reasons.append(f"attempt {n} on {record.instance}: {record.reason or 'ended'}")
+        lost = AgentLost(
+            f"every one of {queued.max_attempts} attempts of the task died",
+            agent=self.agent,
+            details={"attempts": reasons},
+        )
+        failed = TaskOutcome(state="failed", error=lost.to_info(), finished_at=now_ms())
+        await self.store.create(keys.outcome(queued.task_id), failed)
+        await delivery.term()
+
+    async def _keep_alive(self, delivery: Delivery) -> None:
+        while True:
+            await anyio.sleep(self.ack_wait / 3)
+            try:
+                await delivery.working()
+            except Exception as exc:  # the store is away: the attempt goes on, it may be redelivered
+                log.debug("%s: keeping a task alive failed: %s", self.instance, exc)
+
+    async def _watch_cancel(self, task_id: str, scope: anyio.CancelScope) -> None:
+        key = keys.cancel(task_id)
+        async with self.store.watch(key) as notice:
+            while await self.store.get(key, str) is None:
+                await notice.wait()
+        scope.cancel()

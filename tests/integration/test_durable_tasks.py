@@ -1,0 +1,162 @@
+"""Durable tasks on a real nats-server (JetStream): a task survives the SIGKILL of the instance
+running it and of the process that submitted it, and ends exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from a2a import Agent, Context, Runtime, Settings
+from bus.durable import keys
+from tests.helpers import ROOT, AgentProcess, agent_env
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+ACK_WAIT = 1.5
+
+# -- the agent (served by `a2a serve tests.integration.test_durable_tasks:crafter`) ----------
+
+crafter = Agent("crafter", max_concurrency=4)
+
+
+def _note(path: str, line: dict[str, Any]) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+@crafter.action("work")
+async def _work(ctx: Context, params: dict[str, Any]) -> Any:
+    """Charge once (a journaled effect), keep a checkpoint, then work ``seconds``."""
+    _note(params["log"], {"attempt": ctx.task.number, "pid": os.getpid()})
+
+    async def charge() -> str:
+        _note(params["charges"], {"attempt": ctx.task.number})
+        return "receipt"
+
+    receipt = await ctx.task.effect("charge", charge)
+    await ctx.task.checkpoint({"charged": receipt})
+    await anyio.sleep(params["seconds"])
+    return {"attempt": ctx.task.number, "pid": os.getpid(), "receipt": receipt}
+
+
+# -- fixtures ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def files() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="a2a-tasks-") as folder:
+        yield Path(folder)
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def settings(nats_url: str, redis_url: str, namespace: str) -> Settings:
+    return Settings(
+        nats_url=nats_url,
+        redis_url=redis_url,
+        namespace=namespace,
+        heartbeat_interval=0.25,
+        tasks=True,
+        task_ack_wait=ACK_WAIT,
+    )
+
+
+def instance(s: Settings) -> AgentProcess:
+    return AgentProcess(
+        s, "tests.integration.test_durable_tasks:crafter", A2A_TASKS="1", A2A_TASK_ACK_WAIT=str(ACK_WAIT)
+    )
+
+
+async def wait_for(condition: Any, timeout: float) -> None:
+    with anyio.fail_after(timeout):
+        while not condition():
+            await anyio.sleep(0.02)
+
+
+# -- tests ---------------------------------------------------------------------------------
+
+
+async def test_the_instance_running_a_task_is_killed_and_another_finishes_it(
+    nats_url: str, redis_url: str, namespace: str, files: Path
+) -> None:
+    s = settings(nats_url, redis_url, namespace)
+    log, charges = files / "log", files / "charges"
+    with instance(s) as first, instance(s) as second:
+        async with Runtime(s) as rt:
+            await rt.wait_for_agents(["crafter"], timeout=20)
+            params = {"log": str(log), "charges": str(charges), "seconds": 1.0}
+            task = await rt.tasks.submit("crafter", "work", params, timeout=60)
+            await wait_for(lambda: bool(lines(log)), 20)
+            running = lines(log)[0]["pid"]
+            await wait_for(lambda: bool(lines(charges)), 5)  # charged and recorded before the kill
+            victim = first if running == first.pid else second
+            victim.kill()
+            with anyio.fail_after(ACK_WAIT + 15):
+                result = await task.result()
+            outcome = await task.outcome()
+            stored = await rt.tasks.store.get(keys.outcome(task.id), dict)  # type: ignore[union-attr]
+    survivor = second.pid if victim is first else first.pid
+    assert result == {"attempt": 2, "pid": survivor, "receipt": "receipt"}
+    assert outcome.attempt == 2 and stored is not None
+    assert [entry["attempt"] for entry in lines(log)] == [1, 2]
+    assert lines(charges) == [{"attempt": 1}]  # the effect of attempt 1 was not run again
+
+
+SUBMIT = """
+import sys, anyio
+from a2a import Runtime, Settings
+
+async def main() -> None:
+    async with Runtime(Settings.from_env()) as rt:
+        task = await rt.tasks.submit("crafter", "work", {params}, key="job-1", timeout=60)
+        print(task.id, flush=True)
+        await anyio.sleep_forever()
+
+anyio.run(main)
+"""
+
+
+def submit_then_die(s: Settings, params: dict[str, Any]) -> str:
+    """Submit from a process of its own, which is SIGKILLed once it printed the task id."""
+    script = SUBMIT.replace("{params}", repr(params))
+    env = agent_env(s, A2A_TASKS="1")
+    submitter = subprocess.Popen(
+        [sys.executable, "-c", script], env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert submitter.stdout is not None
+        return submitter.stdout.readline().strip()
+    finally:
+        os.kill(submitter.pid, signal.SIGKILL)
+        submitter.wait(10)
+
+
+async def test_the_submitting_process_is_killed_and_a_new_one_re_attaches(
+    nats_url: str, redis_url: str, namespace: str, files: Path
+) -> None:
+    s = settings(nats_url, redis_url, namespace)
+    log, charges = files / "log", files / "charges"
+    params = {"log": str(log), "charges": str(charges), "seconds": 0.5}
+    with instance(s):
+        task_id = submit_then_die(s, params)
+        assert len(task_id) == 32
+        async with Runtime(s) as rt:
+            by_id = await rt.tasks.get(task_id)
+            with anyio.fail_after(30):
+                result = await by_id.result()
+            by_key = await rt.tasks.submit("crafter", "work", params, key="job-1", timeout=60)
+            assert by_key.id == task_id and not by_key.created
+            assert await by_key.result() == result
+    assert len(lines(log)) == 1  # it ran once

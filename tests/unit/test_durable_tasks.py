@@ -1,0 +1,201 @@
+"""Durable tasks on the in-memory store (``a2a.testing``): accepted once, ended exactly once,
+handed to another instance when one stops, checkpoints and journaled effects across attempts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from a2a import A2AError, Agent, Context
+from a2a.errors import Cancelled, DeadlineExceeded, EffectInDoubt, PermissionDenied, Unavailable
+from a2a.testing import TestBroker
+
+pytestmark = pytest.mark.anyio
+
+
+def worker(log: list[Any]) -> Agent:
+    """An agent whose actions note what they do in ``log``."""
+    agent = Agent("worker", max_concurrency=4)
+
+    @agent.action("echo")
+    async def echo(ctx: Context, params: dict[str, Any]) -> Any:
+        log.append(("echo", ctx.task.task_id, ctx.task.number))
+        return {"echo": params.get("text")}
+
+    @agent.action("fail")
+    async def fail(ctx: Context, params: dict[str, Any]) -> Any:
+        raise ValueError("no such file")
+
+    @agent.action("steps")
+    async def steps(ctx: Context, params: dict[str, Any]) -> Any:
+        """Three steps with a checkpoint after each; the first attempt stalls after step 1."""
+        done = ctx.task.last_checkpoint or 0
+        log.append(("resume", ctx.task.number, done))
+        for step in range(done + 1, 4):
+            charged = await ctx.task.effect(f"charge-{step}", lambda step=step: _charge(log, step))
+            await ctx.task.checkpoint(step)
+            log.append(("step", ctx.task.number, step, charged))
+            if ctx.task.number == 1 and step == 1:
+                await anyio.sleep_forever()
+        return {"steps": 3}
+
+    @agent.action("doubt")
+    async def doubt(ctx: Context, params: dict[str, Any]) -> Any:
+        """The first attempt stalls inside its side effect, so no end is ever recorded."""
+
+        async def send() -> str:
+            log.append(("send", ctx.task.number))
+            if ctx.task.number == 1:
+                await anyio.sleep_forever()
+            return "sent"
+
+        return await ctx.task.effect("send-mail", send)
+
+    @agent.action("wait")
+    async def wait(ctx: Context, params: dict[str, Any]) -> Any:
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            log.append(("stopped", ctx.task.number))
+            raise
+
+    return agent
+
+
+async def _charge(log: list[Any], step: int) -> str:
+    log.append(("charged", step))
+    return f"receipt-{step}"
+
+
+async def test_a_task_ends_with_its_result_and_is_kept() -> None:
+    log: list[Any] = []
+    async with TestBroker() as broker, broker.runtime(worker(log)) as rt:
+        task = await rt.tasks.submit("worker", "echo", {"text": "hi"}, timeout=10)
+        assert await task.result() == {"echo": "hi"}
+        outcome = await task.outcome()
+        assert (outcome.state, outcome.attempt) == ("completed", 1)
+        assert log == [("echo", task.id, 1)]
+        again = await rt.tasks.get(task.id)  # re-attached: the stored outcome
+        assert await again.result() == {"echo": "hi"}
+    assert broker.durable.queued == 0  # acknowledged: nothing left to deliver
+
+
+async def test_the_same_key_gives_the_same_task_and_runs_it_once() -> None:
+    log: list[Any] = []
+    async with TestBroker() as broker, broker.runtime(worker(log)) as rt:
+        first = await rt.tasks.submit("worker", "echo", {"text": "a"}, key="order-7", user_id="ann")
+        second = await rt.tasks.submit("worker", "echo", {"text": "a"}, key="order-7", user_id="ann")
+        assert second.id == first.id and first.created and not second.created
+        assert await second.result() == {"echo": "a"}
+        other = await rt.tasks.submit("worker", "echo", {"text": "a"}, key="order-7", user_id="bob")
+        assert other.id != first.id  # keys are per user
+        await other.result()
+    assert [entry[0] for entry in log] == ["echo", "echo"]
+
+
+async def test_only_the_submitting_user_re_attaches() -> None:
+    async with TestBroker() as broker, broker.runtime(worker([])) as rt:
+        task = await rt.tasks.submit("worker", "echo", {"text": "x"}, user_id="ann")
+        await task.result()
+        assert (await rt.tasks.get(task.id, user_id="ann")).id == task.id
+        for user in ("bob", None):
+            with pytest.raises(PermissionDenied):
+                await rt.tasks.get(task.id, user_id=user)
+        with pytest.raises(PermissionDenied):
+            await rt.tasks.get("not-a-task/../x", user_id="ann")
+
+
+async def test_a_handlers_error_is_the_tasks_typed_outcome() -> None:
+    async with TestBroker() as broker, broker.runtime(worker([])) as rt:
+        task = await rt.tasks.submit("worker", "fail")
+        with pytest.raises(A2AError) as raised:
+            await task.result()
+        assert raised.value.code == "AGENT_ERROR" and "no such file" in raised.value.message
+        unknown = await rt.tasks.submit("worker", "nope")
+        with pytest.raises(A2AError) as refused:
+            await unknown.result()
+        assert refused.value.code == "UNKNOWN_ACTION"
+
+
+async def test_an_instance_that_stops_hands_its_task_to_another_which_resumes_from_the_checkpoint() -> None:
+    log: list[Any] = []
+    async with TestBroker() as broker, broker.runtime() as client:
+        with pytest.raises(RuntimeError):
+            async with broker.runtime(worker(log)):  # stops with a short grace (an error)
+                task = await client.tasks.submit("worker", "steps", timeout=30)
+                with anyio.fail_after(5):
+                    while ("step", 1, 1, "receipt-1") not in log:
+                        await anyio.sleep(0.01)
+                raise RuntimeError("the first instance goes away")
+        async with broker.runtime(worker(log)):
+            with anyio.fail_after(5):
+                assert await task.result() == {"steps": 3}
+        outcome = await task.outcome()
+    assert outcome.attempt == 2
+    assert ("resume", 2, 1) in log  # the second attempt started after step 1
+    assert [e for e in log if e[0] == "charged"] == [("charged", 1), ("charged", 2), ("charged", 3)]
+
+
+async def test_an_effect_started_and_never_ended_is_in_doubt_not_run_again() -> None:
+    log: list[Any] = []
+    async with TestBroker() as broker, broker.runtime() as client:
+        with pytest.raises(RuntimeError):
+            async with broker.runtime(worker(log)):
+                task = await client.tasks.submit("worker", "doubt", timeout=30)
+                with anyio.fail_after(5):
+                    while ("send", 1) not in log:
+                        await anyio.sleep(0.01)
+                raise RuntimeError("gone mid-effect")
+        async with broker.runtime(worker(log)):
+            with pytest.raises(EffectInDoubt) as raised, anyio.fail_after(5):
+                await task.result()
+    assert raised.value.details["effect"] == "send-mail"
+    assert log == [("send", 1)]  # never sent again
+
+
+async def test_a_task_whose_deadline_passes_in_the_queue_never_runs() -> None:
+    log: list[Any] = []
+    async with TestBroker() as broker, broker.runtime() as client:
+        task = await client.tasks.submit("worker", "echo", {"text": "late"}, timeout=0.3)
+        with pytest.raises(DeadlineExceeded):
+            await task.result()
+        async with broker.runtime(worker(log)):
+            await anyio.sleep(0.3)
+    assert log == []
+
+
+async def test_cancel_stops_the_running_attempt_and_ends_the_task() -> None:
+    log: list[Any] = []
+    async with TestBroker() as broker, broker.runtime(worker(log)) as rt:
+        task = await rt.tasks.submit("worker", "wait", timeout=30)
+        await anyio.sleep(0.1)
+        outcome = await task.cancel()
+        assert outcome.state == "cancelled"
+        with pytest.raises(Cancelled):
+            await task.result()
+        with anyio.fail_after(2):
+            while ("stopped", 1) not in log:
+                await anyio.sleep(0.01)
+
+
+async def test_a_task_every_attempt_of_which_dies_ends_failed_with_each_story() -> None:
+    async with TestBroker(ack_wait=0.2) as broker, broker.runtime() as client:
+        task = await client.tasks.submit("worker", "echo", {"text": "poison"}, timeout=30)
+        queue = client.bus.subjects.receiving().task_queue("worker")
+        for _ in range(5):  # five takers that die holding it (never acknowledge)
+            with anyio.fail_after(2):
+                assert await broker.durable.take("worker", queue, max_items=1, timeout=1)
+        log: list[Any] = []
+        async with broker.runtime(worker(log)):
+            with pytest.raises(A2AError) as raised, anyio.fail_after(5):
+                await task.result()
+    assert raised.value.code == "AGENT_LOST"
+    assert len(raised.value.details["attempts"]) == 5 and log == []
+
+
+async def test_tasks_are_off_without_a_store() -> None:
+    async with TestBroker() as broker, broker.runtime(durable=None) as rt:
+        with pytest.raises(Unavailable, match="A2A_TASKS"):
+            await rt.tasks.submit("worker", "echo")

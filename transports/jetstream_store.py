@@ -1,0 +1,217 @@
+"""The durable store on JetStream: a work-queue stream and a key-value bucket. nats-py errors end here.
+
+Messages go to a stream with work-queue retention (a message is gone once acknowledged),
+``Nats-Msg-Id`` de-duplication within ``duplicate_window``, and per-message TTLs where the
+server keeps them (nats-server 2.11 and later; on older servers the TTL is left to the
+taker). Each consumer is a durable pull consumer over one subject, acknowledging
+explicitly, with no delivery limit (the task protocol counts attempts itself). Keys live
+in a KV bucket keeping one revision each; :meth:`JetStreamDurable.watch` follows a key
+with a plain subscription to its ``$KV`` subject (no consumer is made for it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+import nats.errors
+import nats.js.errors
+from nats.aio.msg import Msg
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    KeyValueConfig,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+from nats.js.client import JetStreamContext
+from nats.js.kv import KeyValue
+
+from ._nats import NatsTransport
+from .durable import Delivery, DurableStore, Notice
+from .errors import TransportError
+
+__all__ = ["JetStreamDurable", "StoreConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    """Names and settings of one namespace's durable store (``bus.subjects`` names them)."""
+
+    stream: str
+    subjects: list[str]
+    bucket: str
+    ack_wait: float = 30.0
+    """Seconds a delivery may go without :meth:`Delivery.working` before it is delivered again."""
+    duplicate_window: float = 120.0
+    replicas: int = 1
+    storage: StorageType = field(default=StorageType.FILE)
+
+
+class _JetStreamDelivery(Delivery):
+    __slots__ = ("_msg", "attempt", "data", "subject")
+
+    def __init__(self, msg: Msg) -> None:
+        self._msg = msg
+        self.subject = msg.subject
+        self.data = msg.data
+        self.attempt = msg.metadata.num_delivered
+
+    async def ack(self) -> None:
+        with _errors("ack"):
+            await self._msg.ack()
+
+    async def nak(self, delay: float = 0.0) -> None:
+        with _errors("nak"):
+            await self._msg.nak(delay=delay or None)
+
+    async def working(self) -> None:
+        with _errors("in-progress"):
+            await self._msg.in_progress()
+
+    async def term(self) -> None:
+        with _errors("term"):
+            await self._msg.term()
+
+
+class JetStreamDurable(DurableStore):
+    """The durable store of one namespace on a NATS connection; :meth:`open` before use."""
+
+    def __init__(self, transport: NatsTransport, config: StoreConfig) -> None:
+        self.transport = transport
+        self.config = config
+        self.ttl_supported = True
+        """The stream keeps per-message TTLs (the server is 2.11 or later)."""
+        self._js: JetStreamContext = transport.nc.jetstream(timeout=5.0)
+        self._kv: KeyValue | None = None
+        self._pulls: dict[tuple[str, str], JetStreamContext.PullSubscription] = {}
+
+    async def open(self) -> None:
+        """Create the stream and the bucket, or check they are there.
+
+        Raises:
+            TransportError: no JetStream, or this user may not create or see them.
+        """
+        c = self.config
+        stream = StreamConfig(
+            name=c.stream,
+            subjects=c.subjects,
+            retention=RetentionPolicy.WORK_QUEUE,
+            storage=c.storage,
+            num_replicas=c.replicas,
+            duplicate_window=c.duplicate_window,
+            allow_msg_ttl=True,
+        )
+        with _errors("opening the task stream"):
+            try:
+                await self._add_or_update(stream)
+            except nats.js.errors.BadRequestError:  # a server without per-message TTLs
+                stream.allow_msg_ttl = None
+                self.ttl_supported = False
+                await self._add_or_update(stream)
+            try:
+                self._kv = await self._js.key_value(c.bucket)
+            except nats.js.errors.BucketNotFoundError:
+                self._kv = await self._js.create_key_value(
+                    KeyValueConfig(bucket=c.bucket, history=1, storage=c.storage, replicas=c.replicas)
+                )
+
+    async def _add_or_update(self, config: StreamConfig) -> None:
+        try:
+            await self._js.add_stream(config)
+        except nats.js.errors.BadRequestError as exc:
+            if exc.err_code != 10058:  # 10058: a stream by that name exists (with another config)
+                raise
+            await self._js.update_stream(config)
+
+    # -- queue ---------------------------------------------------------------------------
+
+    async def enqueue(self, subject: str, msg_id: str, data: bytes, *, ttl: float | None = None) -> bool:
+        headers = {"Nats-Msg-Id": msg_id}
+        if ttl is not None and self.ttl_supported:
+            headers["Nats-TTL"] = f"{max(1, math.ceil(ttl))}s"
+        with _errors("storing a task"):
+            ack = await self._js.publish(subject, data, headers=headers)
+        return not ack.duplicate
+
+    async def take(self, consumer: str, subject: str, *, max_items: int, timeout: float) -> list[Delivery]:
+        with _errors("taking tasks"):
+            pull = self._pulls.get((consumer, subject))
+            if pull is None:
+                config = ConsumerConfig(
+                    durable_name=consumer,
+                    filter_subject=subject,
+                    ack_policy=AckPolicy.EXPLICIT,
+                    ack_wait=self.config.ack_wait,
+                    max_deliver=-1,
+                    max_ack_pending=-1,
+                )
+                pull = await self._js.pull_subscribe(
+                    subject, durable=consumer, stream=self.config.stream, config=config
+                )
+                self._pulls[(consumer, subject)] = pull
+            try:
+                messages = await pull.fetch(max_items, timeout=max(0.05, timeout))
+            except nats.errors.TimeoutError:
+                return []
+        return [_JetStreamDelivery(msg) for msg in messages]
+
+    # -- bucket --------------------------------------------------------------------------
+
+    @property
+    def kv(self) -> KeyValue:
+        assert self._kv is not None, "JetStreamDurable.open() was not called"
+        return self._kv
+
+    async def create(self, key: str, value: bytes) -> bool:
+        with _errors("writing a task's record"):
+            try:
+                await self.kv.create(key, value)
+            except nats.js.errors.KeyWrongLastSequenceError:
+                return False
+        return True
+
+    async def put(self, key: str, value: bytes) -> None:
+        with _errors("writing a task's record"):
+            await self.kv.put(key, value)
+
+    async def get(self, key: str) -> bytes | None:
+        with _errors("reading a task's record"):
+            try:
+                entry = await self.kv.get(key)
+            except (nats.js.errors.KeyNotFoundError, nats.js.errors.KeyDeletedError):
+                return None
+        return entry.value
+
+    @asynccontextmanager
+    async def watch(self, key: str) -> AsyncIterator[Notice]:
+        notice = Notice()
+
+        async def written(msg: Any) -> None:
+            notice.fire()
+
+        subject = f"$KV.{self.config.bucket}.{key}"
+        sub = await self.transport.subscribe(subject, written)
+        try:
+            yield notice
+        finally:
+            await sub.unsubscribe()
+
+    async def aclose(self) -> None:
+        for pull in self._pulls.values():
+            with suppress(nats.errors.Error):
+                await pull.unsubscribe()
+        self._pulls.clear()
+
+
+@contextmanager
+def _errors(doing: str) -> Iterator[None]:
+    """nats-py's errors as TransportError (the one edge of this module)."""
+    try:
+        yield
+    except (nats.errors.Error, OSError) as exc:
+        raise TransportError(f"JetStream failed {doing}: {exc or type(exc).__name__}") from exc
