@@ -53,6 +53,7 @@ from .info import (
 from .run import cmd_bench, cmd_call, cmd_demo, cmd_serve, cmd_up
 from .session import add_session_parser
 from .stdio import add_stdio_parser
+from .tasks import add_task_parsers
 
 __all__ = ["build_parser", "main", "run_command"]
 
@@ -142,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_console_parser(sub, common, _connection_options)
     add_watch_parser(sub, common, _connection_options)
     add_session_parser(sub, common, _connection_options)
+    add_task_parsers(sub, common, _connection_options)
 
     p = sub.add_parser(
         "agents", parents=common, help="list the registry: instances, capabilities, status, load"

@@ -25,7 +25,16 @@ from .common import CommandError, console, err_console, load_agents, run_interru
 if TYPE_CHECKING:
     from ..observability.telemetry import Telemetry
 
-__all__ = ["OPEN_CLUSTER", "cmd_bench", "cmd_call", "cmd_demo", "cmd_serve", "cmd_up"]
+__all__ = [
+    "OPEN_CLUSTER",
+    "call_target",
+    "cmd_bench",
+    "cmd_call",
+    "cmd_demo",
+    "cmd_serve",
+    "cmd_up",
+    "parse_params",
+]
 
 OPEN_CLUSTER = (
     "# open dev cluster: no credentials, so any process that reaches these servers may call any"
@@ -152,7 +161,7 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _parse_params(text: str | None) -> dict[str, Any] | None:
+def parse_params(text: str | None) -> dict[str, Any] | None:
     """``--params`` as a JSON object; CommandError (status 2) when it is anything else."""
     if not text:
         return None
@@ -169,17 +178,19 @@ def _parse_params(text: str | None) -> dict[str, Any] | None:
     return params
 
 
-def _call_target(args: argparse.Namespace) -> tuple[Target, str]:
+def call_target(args: argparse.Namespace, command: str = "call") -> tuple[Target, str]:
     """Where the call goes and which action, from the positional arguments."""
     positional = list(args.args)
     target: Target
     if args.capability:
         if len(positional) != 1:
-            raise CommandError("usage: a2a call --capability CAP [--capability CAP ...] ACTION", status=2)
+            raise CommandError(
+                f"usage: a2a {command} --capability CAP [--capability CAP ...] ACTION", status=2
+            )
         target, action = by_capability(*args.capability), positional[0]
     else:
         if len(positional) != 2:
-            raise CommandError("usage: a2a call AGENT ACTION [--params JSON]", status=2)
+            raise CommandError(f"usage: a2a {command} AGENT ACTION [--params JSON]", status=2)
         target, action = validate_name("agent name", positional[0]), positional[1]
     if not 1 <= len(action) <= _MAX_ACTION:
         raise CommandError(f"an action name has 1-{_MAX_ACTION} characters, got {len(action)}", status=2)
@@ -187,8 +198,8 @@ def _call_target(args: argparse.Namespace) -> tuple[Target, str]:
 
 
 def cmd_call(args: argparse.Namespace) -> int:
-    target, action = _call_target(args)
-    params = _parse_params(args.params)
+    target, action = call_target(args)
+    params = parse_params(args.params)
     settings = settings_from(args, client_name="cli")
 
     async def call() -> Any:

@@ -141,7 +141,9 @@ async def test_the_namespace_master_killed_registrations_return_and_calls_go_on(
             await caller.wait_for_agents(["echo"], timeout=10)
             expected = {p.agent_id for p in profiles} | {echo_host.instance_id}
             await until_registered(checker, expected, timeout=5)
-            assert LIBRARY in [lib["library_name"] for lib in replica.ask("FUNCTION", "LIST")]
+            with anyio.fail_after(5):  # the functions reach the replica by replication, a moment later
+                while LIBRARY not in [lib["library_name"] for lib in replica.ask("FUNCTION", "LIST")]:
+                    await anyio.sleep(0.05)
             assert caller.view is not None
             view, resyncs = caller.view, caller.view.resyncs
             tg.start_soon(call_steadily, caller, outcomes)

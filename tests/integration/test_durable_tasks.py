@@ -160,3 +160,44 @@ async def test_the_submitting_process_is_killed_and_a_new_one_re_attaches(
             assert by_key.id == task_id and not by_key.created
             assert await by_key.result() == result
     assert len(lines(log)) == 1  # it ran once
+
+
+async def a2a(s: Settings, *args: str) -> tuple[int, str, str]:
+    """``python -m a2a ARGS`` against these servers: exit status, stdout, stderr."""
+    done = await anyio.run_process(
+        [sys.executable, "-m", "a2a", *args], env=agent_env(s), cwd=ROOT, check=False
+    )
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+async def test_the_cli_submits_waits_gets_and_refuses_another_user(
+    nats_url: str, redis_url: str, namespace: str, files: Path
+) -> None:
+    s = settings(nats_url, redis_url, namespace)
+    params = json.dumps({"log": str(files / "log"), "charges": str(files / "charges"), "seconds": 0.1})
+    with instance(s):
+        status, out, err = await a2a(
+            s, "submit", "crafter", "work", "--params", params, "--key", "k1", "--timeout", "2m", "--json",
+            "--user", "ann",
+        )  # fmt: skip
+        assert status == 0, err
+        submitted = json.loads(out)
+        assert submitted["state"] == "queued" and len(submitted["taskId"]) == 32
+        task_id = submitted["taskId"]
+        status, out, err = await a2a(
+            s, "task", "wait", task_id, "--json", "--user", "ann", "--timeout", "30s"
+        )
+        assert status == 0, err
+        waited = json.loads(out)
+        assert waited["state"] == "completed" and waited["result"]["attempt"] == 1
+        status, out, _ = await a2a(s, "task", "get", task_id, "--user", "ann")
+        assert status == 0 and json.loads(out)["receipt"] == "receipt"
+        status, out, _ = await a2a(
+            s, "submit", "crafter", "work", "--params", params, "--key", "k1", "--user", "ann"
+        )
+        assert status == 0 and out.strip() == task_id  # the same key: the same task
+        status, _, err = await a2a(s, "task", "wait", task_id, "--user", "bob")
+        assert status == 1 and "PERMISSION_DENIED" in err and "Traceback" not in err
+        status, _, err = await a2a(s, "submit", "crafter", "work", "--timeout", "soon")
+        assert status == 2 and "duration" in err
+    assert len(lines(files / "log")) == 1

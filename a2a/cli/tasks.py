@@ -1,0 +1,133 @@
+"""``a2a submit`` and ``a2a task wait|get|cancel``: durable tasks from the command line.
+
+``submit`` prints the task id and returns at once; ``task wait`` prints the result, or the
+typed error and exits 1; ``--json`` prints ``{"taskId", "state", "result" | "error"}``.
+Durations are seconds, or a number with ``s``, ``m``, ``h`` or ``d`` (``90s``, ``30m``, ``2h``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from bus.durable import TaskOutcome
+from bus.errors import error_from_info
+
+from ..core.durable import Task
+from ..core.runtime import Runtime
+from ..core.settings import MAX_SECONDS
+from .common import CommandError, capability_id, run_interruptibly, settings_from
+from .run import call_target, parse_params
+
+__all__ = ["add_task_parsers", "duration"]
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(text: str) -> float:
+    """Seconds from ``90``, ``90s``, ``30m``, ``2h`` or ``7d`` (above 0, at most a week)."""
+    found = _DURATION.match(text)
+    value = float(found.group(1)) * _UNIT[found.group(2)] if found else math.nan
+    if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        raise argparse.ArgumentTypeError(
+            f"expected a duration like 90s, 30m or 2h (at most 7d), got {text!r}"
+        )
+    return value
+
+
+def add_task_parsers(
+    sub: Any, parents: Sequence[argparse.ArgumentParser], connection_options: object
+) -> None:
+    assert callable(connection_options)
+    p = sub.add_parser("submit", parents=parents, help="submit a durable task; prints its id at once")
+    p.add_argument("args", nargs="+", metavar="AGENT ACTION | ACTION")
+    p.add_argument("--capability", action="append", type=capability_id, help="route by capability")
+    p.add_argument("--params", help="parameters as a JSON object")
+    p.add_argument("--key", help="idempotency key: the same key again gives the same task")
+    p.add_argument("--timeout", type=duration, help="how long the task may take (default A2A_TIMEOUT)")
+    _common(p, connection_options)
+    p.set_defaults(func=cmd_submit)
+
+    p = sub.add_parser("task", help="follow or cancel a durable task by id")
+    verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB")
+    for name, help in (
+        ("wait", "wait for the task to end; print its result (exit 1 on its typed error)"),
+        ("get", "print the task's state now (and its result or error when it ended)"),
+        ("cancel", "cancel the task: no attempt starts after this, a running one is stopped"),
+    ):
+        v = verbs.add_parser(name, parents=parents, help=help)
+        v.add_argument("id", metavar="ID")
+        if name == "wait":
+            v.add_argument("--timeout", type=duration, help="give up waiting after this long")
+        _common(v, connection_options)
+        v.set_defaults(func=cmd_task, verb=name)
+
+
+def _common(p: argparse.ArgumentParser, connection_options: Any) -> None:
+    p.add_argument("--user", default=os.environ.get("A2A_USER"), help="whose task (env A2A_USER)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    connection_options(p)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    target, action = call_target(args, "submit")
+    params = parse_params(args.params)
+    settings = settings_from(args, client_name="cli", tasks=True)
+
+    async def submit() -> Task:
+        async with Runtime(settings) as rt:
+            return await rt.tasks.submit(
+                target, action, params, key=args.key, timeout=args.timeout, user_id=args.user
+            )
+
+    task = run_interruptibly(submit)
+    print(json.dumps({"taskId": task.id, "state": "queued"}) if args.json else task.id)
+    return 0
+
+
+def cmd_task(args: argparse.Namespace) -> int:
+    settings = settings_from(args, client_name="cli", tasks=True)
+
+    async def act() -> TaskOutcome | None:
+        async with Runtime(settings) as rt:
+            task = await rt.tasks.get(args.id, user_id=args.user)
+            if args.verb == "cancel":
+                return await task.cancel()
+            if args.verb == "get":
+                return await task.peek()
+            with anyio.move_on_after(args.timeout or math.inf):
+                return await task.outcome()
+            raise CommandError(f"task {args.id} has not ended within {args.timeout:g}s")
+
+    outcome = run_interruptibly(act)
+    return _report(args, outcome)
+
+
+def _report(args: argparse.Namespace, outcome: TaskOutcome | None) -> int:
+    if outcome is None:
+        print(json.dumps({"taskId": args.id, "state": "running"}) if args.json else "running")
+        return 0
+    if args.json:
+        shown: dict[str, Any] = {"taskId": args.id, "state": outcome.state}
+        if outcome.error is not None:
+            shown["error"] = {"code": outcome.error.code, "message": outcome.error.message}
+        else:
+            shown["result"] = outcome.result
+        print(json.dumps(shown))
+        return 1 if outcome.error is not None and args.verb == "wait" else 0
+    if outcome.error is None:
+        print(json.dumps(outcome.result, indent=2))
+        return 0
+    error = error_from_info(outcome.error)
+    if args.verb == "wait":
+        raise CommandError(f"{error.code}: {error.message}")
+    print(f"{outcome.state}: {error.code}: {error.message}")
+    return 0
