@@ -94,6 +94,9 @@ class Endpoint:
         """Messages not answered because their reply subject is not their sender's (``strict``)."""
         self._received = Received()
         self._subs: list[Subscription] = []
+        """This instance's subject and the agent's cancels: kept until :meth:`close`."""
+        self._taking: list[Subscription] = []
+        """The agent's queue group and topics: new work, dropped by :meth:`stop_taking`."""
         self._local: list[str] = []
         self._heard = heard
         """Told the reply subject of each probe: the runtime that sent it is alive."""
@@ -103,18 +106,31 @@ class Endpoint:
         subjects = self.link.subjects
         anyone = subjects.receiving()
         link = self.link
-        self._subs.append(await link.subscribe(anyone.agent(self.agent), self.on_message, queue=self.agent))
+        self._taking.append(await link.subscribe(anyone.agent(self.agent), self.on_message, queue=self.agent))
         self._subs.append(await link.subscribe(anyone.instance(self.instance_id), self.on_message))
         self._subs.append(await link.subscribe(anyone.cancel(self.agent), self.on_cancel))
         for topic in self.topics:
-            self._subs.append(await link.subscribe(anyone.notify(topic), self.on_message, queue=self.agent))
+            self._taking.append(await link.subscribe(anyone.notify(topic), self.on_message, queue=self.agent))
         # What this process publishes to its own endpoints is handed over directly.
         for subject in (subjects.agent(self.agent), subjects.instance(self.instance_id)):
             self.link.attach(subject, self.on_message)
             self._local.append(subject)
 
+    async def stop_taking(self) -> None:
+        """Take no new work from the agent's queue group or topics. This instance's subject
+        and the agent's cancels stay until :meth:`close`: the calls in hand are still probed,
+        acknowledged, withdrawn and answered while they finish (a graceful stop)."""
+        agent_subject = self.link.subjects.agent(self.agent)
+        if agent_subject in self._local:
+            self.link.detach(agent_subject)
+            self._local.remove(agent_subject)
+        for sub in self._taking:
+            await sub.unsubscribe()
+        self._taking.clear()
+
     async def close(self) -> None:
         """Stop receiving (held calls go on until they finish or are cancelled)."""
+        await self.stop_taking()
         for subject in self._local:
             self.link.detach(subject)
         self._local.clear()

@@ -31,6 +31,7 @@ from bus.errors import (
     DeadlineExceeded,
     InvalidEnvelope,
     Overloaded,
+    Unavailable,
     outcome_of,
 )
 from bus.protocol import CALLER_GONE, SHUTDOWN, WITHDRAWN
@@ -206,14 +207,15 @@ class AgentHost:
         """Stop taking messages; give running handlers ``grace`` seconds, then cancel them."""
         self.stopping = True
         endpoint = self.endpoint
-        if endpoint is not None:
-            await endpoint.close()
+        if endpoint is not None:  # its calls in hand are still probed and answered meanwhile
+            await endpoint.stop_taking()
         await self._drained(grace)
         if endpoint is not None:
             endpoint.cancel_all(SHUTDOWN)
         await self._drained(1.0)
         await self._tasks.aclose()
         if endpoint is not None:
+            await endpoint.close()
             self._bus.forget(endpoint)
         await self._resources.aclose()
 
@@ -233,8 +235,9 @@ class AgentHost:
     # -- receiving ---------------------------------------------------------------------------
 
     def deliver(self, msg: Message) -> None:
-        """Take a message for a worker, or refuse it at once when too many are in hand."""
-        if self.accepted >= self._limit:
+        """Take a message for a worker, or refuse it at once when too many are in hand
+        (or, while the instance stops, when it comes on its own subject)."""
+        if self.accepted >= self._limit or self.stopping:
             self._stats.overloaded += 1
             if msg.reply:
                 self._tasks.spawn(self._refuse(msg))
@@ -244,10 +247,9 @@ class AgentHost:
 
     async def _refuse(self, msg: Message) -> None:
         assert self.endpoint is not None
-        error = Overloaded(
-            f"{self.instance_id} has {self.accepted} requests in hand; retry later", agent=self.agent.name
-        )
-        await self.endpoint.fail(msg.reply, None, error)
+        name, busy = self.agent.name, f"{self.instance_id} has {self.accepted} requests in hand; retry later"
+        stopping = Unavailable(f"{self.instance_id} is shutting down", agent=name)
+        await self.endpoint.fail(msg.reply, None, stopping if self.stopping else Overloaded(busy, agent=name))
 
     async def _progress(self, reply: str, data: bytes) -> None:
         if self.endpoint is not None:

@@ -49,6 +49,14 @@ async def _work(ctx: Context, params: dict[str, Any]) -> Any:
     return {"attempt": ctx.task.number, "pid": os.getpid(), "receipt": receipt}
 
 
+@crafter.action("long")
+async def _long(ctx: Context, params: dict[str, Any]) -> Any:
+    """Work ``first`` seconds in the first attempt, ``then`` seconds in later ones."""
+    _note(params["log"], {"attempt": ctx.task.number, "pid": os.getpid()})
+    await anyio.sleep(params["first"] if ctx.task.number == 1 else params["then"])
+    return {"attempt": ctx.task.number, "pid": os.getpid()}
+
+
 # -- fixtures ------------------------------------------------------------------------------
 
 
@@ -201,3 +209,30 @@ async def test_the_cli_submits_waits_gets_and_refuses_another_user(
         status, _, err = await a2a(s, "submit", "crafter", "work", "--timeout", "soon")
         assert status == 2 and "duration" in err
     assert len(lines(files / "log")) == 1
+
+
+async def test_a_task_still_running_when_its_instance_stops_is_handed_back_at_once(
+    nats_url: str, redis_url: str, namespace: str, files: Path
+) -> None:
+    """SIGTERM: the instance lets the attempt run for its grace (5 s), then hands it back; the
+    other instance takes it at once, not after the ack wait."""
+    s = settings(nats_url, redis_url, namespace)
+    slow_ack = {"A2A_TASKS": "1", "A2A_TASK_ACK_WAIT": "60"}
+    log = files / "log"
+    target = "tests.integration.test_durable_tasks:crafter"
+    with AgentProcess(s, target, **slow_ack) as first, AgentProcess(s, target, **slow_ack) as second:
+        async with Runtime(s) as rt:
+            await rt.wait_for_agents(["crafter"], timeout=20)
+            params = {"log": str(log), "first": 120, "then": 0.1}
+            task = await rt.tasks.submit("crafter", "long", params, timeout=300)
+            await wait_for(lambda: bool(lines(log)), 20)
+            running = lines(log)[0]["pid"]
+            victim = first if running == first.pid else second
+            stopped = anyio.current_time()
+            os.kill(victim.pid, signal.SIGTERM)
+            with anyio.fail_after(30):
+                result = await task.result()
+            took = anyio.current_time() - stopped
+    print(f"\ntask handed back at SIGTERM: ended {took:.2f}s later (ack wait 60 s, grace 5 s)")
+    assert result["attempt"] == 2 and result["pid"] != running
+    assert took < 15

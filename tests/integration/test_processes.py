@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections import Counter
 from typing import Any
 
@@ -135,3 +136,27 @@ async def test_a_clean_shutdown_deregisters_at_once(settings: Settings) -> None:
             assert proc.terminate() == 0
             assert await instances(rt, "echo") == []  # gone long before its 15 s TTL
             assert "serving echo" in proc.output()
+
+
+async def test_sigterm_mid_call_lets_the_call_finish_and_the_caller_gets_its_result(
+    settings: Settings,
+) -> None:
+    """A graceful stop keeps answering the caller's probes while the handler finishes: the
+    caller gets the real result, not AGENT_LOST."""
+    with AgentProcess(settings, "tests.agents:echo") as proc:
+        async with Runtime(settings) as rt:
+            await wait_instances(rt, "echo", 1)
+            results: list[Any] = []
+
+            async def call() -> None:
+                results.append(await rt.call("echo", "sleep", {"seconds": 2.5}, timeout=20))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await anyio.sleep(0.8)  # in hand, acknowledged, probed
+                os.kill(proc.pid, signal.SIGTERM)
+            assert results and results[0]["slept"] == 2.5 and results[0]["pid"] == proc.pid
+            with anyio.fail_after(10):
+                while proc.proc is not None and proc.proc.poll() is None:
+                    await anyio.sleep(0.05)
+            assert proc.proc is not None and proc.proc.returncode == 0
