@@ -249,6 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="instead: the A2A gateway's SendMessage against the official SDK's server (source checkout)",
     )
     p.add_argument(
+        "--durable",
+        action="store_true",
+        help="instead: durable tasks (submit -> result) against raw nats-py JetStream",
+    )
+    p.add_argument(
         "--registry",
         action="store_true",
         help="instead: a registry of N heartbeating instances, what it costs one view and Redis",

@@ -240,6 +240,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.gateway:
         return _bench_gateway(args)
+    if args.durable:
+        from ..bench.durable import DurableConfig, run_durable_bench
+        from ..bench.durable import render as render_durable
+
+        quick = DurableConfig(tasks=300, sequential=50, rounds=1) if args.quick else None
+        durable = run_durable_bench(nats_url=args.nats_url, config=quick)
+        print(msgspec.json.encode(durable).decode() if args.json else render_durable(durable))
+        return 0
     if args.registry:
         from ..bench.registry_load import render as render_registry
         from ..bench.registry_load import run_registry_bench

@@ -93,19 +93,28 @@ class TaskClient:
         store = self.store
         key = keys.outcome(record.task_id)
         async with store.watch(key) as notice:
-            while True:
-                found = await store.get(key, TaskOutcome)
-                if found is not None:
-                    return found
+            found = await store.get(key, TaskOutcome)
+            while found is None:
                 left = (record.deadline - now_ms()) / 1000
                 if left <= 0:
                     late = DeadlineExceeded(f"the task did not end before its deadline ({record.agent})")
-                    await store.create(
-                        key, TaskOutcome(state="failed", error=late.to_info(), finished_at=now_ms())
-                    )
-                    continue  # read back whichever outcome was stored first
-                with anyio.move_on_after(min(left, RECHECK)):
-                    await notice.wait()
+                    ended = TaskOutcome(state="failed", error=late.to_info(), finished_at=now_ms())
+                    await store.create(key, ended)  # unless another outcome was stored first
+                else:
+                    with anyio.move_on_after(min(left, RECHECK)):
+                        await notice.wait()
+                found = await self._read(key)
+            return found
+
+    async def _read(self, key: str) -> TaskOutcome | None:
+        """The outcome at ``key``. A notice of its write can arrive a moment before the store
+        answers reads with it, so a miss is read again a few times, briefly."""
+        for pause in (0.0, 0.001, 0.005, 0.02, 0.05):
+            await anyio.sleep(pause)
+            found = await self.store.get(key, TaskOutcome)
+            if found is not None:
+                return found
+        return None
 
     async def peek(self, record: TaskRecord) -> TaskOutcome | None:
         """The outcome if the task has ended, else None."""

@@ -1,0 +1,203 @@
+"""``a2a bench --durable``: durable tasks against raw nats-py JetStream doing the same work.
+
+Both sides do, per task: publish the request to a work-queue stream with ``Nats-Msg-Id``,
+a worker pulls it (``fetch``), stores the result with a KV ``create`` and acknowledges it,
+and the submitter learns of the result from the bucket. The runtime adds its envelope, the
+task record, the attempt record, the callee's checks, the outcome wrapper and the audit.
+Windows alternate raw and runtime after a CPU calibration (as ``a2a bench``); a plain call
+to the same agent is measured in the same run, for the latency a task adds over a call.
+Everything runs on one embedded nats-server with file storage; submitter and worker are
+two connections of this process.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import msgspec
+import nats
+import nats.js.errors
+from nats.js.api import AckPolicy, ConsumerConfig, KeyValueConfig, RetentionPolicy, StreamConfig
+
+from ..core.agent import Agent
+from ..core.context import Context
+from ..core.runtime import Runtime
+from ..core.settings import Settings
+from ..dev.servers import NatsServer
+from .throughput import calibrate
+
+__all__ = ["DurableConfig", "run_durable_bench"]
+
+PAYLOAD = {"text": "x" * 64, "n": 1}
+_DISTURBED = 1.3
+
+echo = Agent("bench-echo", max_concurrency=64)
+
+
+@echo.action("echo")
+async def _echo(ctx: Context, params: dict[str, Any]) -> Any:
+    return params
+
+
+class DurableConfig(msgspec.Struct, kw_only=True):
+    tasks: int = 2000
+    """Tasks per throughput window."""
+    sequential: int = 200
+    """Tasks per latency window."""
+    concurrency: int = 64
+    rounds: int = 2
+
+
+Submit = Callable[[], Awaitable[None]]
+
+
+async def _windows(cfg: DurableConfig, modes: dict[str, Submit]) -> list[dict[str, Any]]:
+    """Alternate the modes' windows: throughput with ``concurrency`` in flight, then sequential p50."""
+    windows: list[dict[str, Any]] = []
+    for _ in range(cfg.rounds):
+        for mode, submit in modes.items():
+            cal = calibrate()
+            left = cfg.tasks
+            start = time.perf_counter()
+
+            async def flow(submit: Submit = submit) -> None:
+                nonlocal left
+                while left > 0:
+                    left -= 1
+                    await submit()
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(cfg.concurrency):
+                    tg.start_soon(flow)
+            rate = cfg.tasks / (time.perf_counter() - start)
+            latencies = []
+            for _ in range(cfg.sequential):
+                t = time.perf_counter()
+                await submit()
+                latencies.append((time.perf_counter() - t) * 1000)
+            p50 = statistics.median(latencies)
+            windows.append({"mode": mode, "throughput": rate, "p50_ms": p50, "calibration_ms": cal})
+    typical = statistics.median(w["calibration_ms"] for w in windows)
+    for w in windows:
+        w["disturbed"] = w["calibration_ms"] > typical * _DISTURBED
+    return windows
+
+
+class _Raw:
+    """The same work with nats-py alone: stream, pull consumer, KV bucket, a worker loop."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.waiting: dict[str, anyio.Event] = {}
+
+    async def __aenter__(self) -> _Raw:
+        self.submitter = await nats.connect(self.url)
+        self.worker = await nats.connect(self.url)
+        js = self.worker.jetstream()
+        await js.add_stream(
+            StreamConfig(name="RAWQ", subjects=["rawq.*"], retention=RetentionPolicy.WORK_QUEUE)
+        )
+        self.kv = await js.create_key_value(KeyValueConfig(bucket="RAWKV", history=1))
+        config = ConsumerConfig(durable_name="w", ack_policy=AckPolicy.EXPLICIT, max_ack_pending=-1)
+        self.pull = await js.pull_subscribe("rawq.echo", durable="w", stream="RAWQ", config=config)
+        self.js = self.submitter.jetstream()
+        self.sub = await self.submitter.subscribe("$KV.RAWKV.>", cb=self._stored)
+        return self
+
+    async def _stored(self, msg: Any) -> None:
+        event = self.waiting.get(msg.subject[len("$KV.RAWKV.") :])
+        if event is not None:
+            event.set()
+
+    async def work(self) -> None:
+        while True:
+            try:
+                msgs = await self.pull.fetch(64, timeout=1)
+            except nats.errors.TimeoutError:
+                continue
+            for msg in msgs:
+                task_id = msg.headers["Nats-Msg-Id"] if msg.headers else ""
+                await self.kv.create(task_id, msg.data)
+                await msg.ack()
+
+    async def submit(self) -> None:
+        task_id = uuid.uuid4().hex
+        event = self.waiting[task_id] = anyio.Event()
+        await self.js.publish("rawq.echo", msgspec.json.encode(PAYLOAD), headers={"Nats-Msg-Id": task_id})
+        await event.wait()
+        del self.waiting[task_id]
+        while True:  # the result, as the runtime's waiter reads it (the notice may come first)
+            try:
+                await self.kv.get(task_id)
+                return
+            except nats.js.errors.KeyNotFoundError:
+                await anyio.sleep(0.001)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.sub.unsubscribe()
+        await self.submitter.close()
+        await self.worker.close()
+
+
+async def _bench(url: str, cfg: DurableConfig) -> dict[str, Any]:
+    settings = Settings(nats_url=url, redis_url=None, namespace="bench", tasks=True, audit=True)
+    async with _Raw(url) as raw, Runtime(settings) as host, Runtime(settings) as client:
+        await host.serve(echo)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(raw.work)
+
+            async def task() -> None:
+                submitted = await client.tasks.submit("bench-echo", "echo", PAYLOAD, timeout=60)
+                await submitted.result()
+
+            async def call() -> None:
+                await client.call("bench-echo", "echo", PAYLOAD, timeout=60)
+
+            windows = await _windows(cfg, {"raw": raw.submit, "durable": task, "call": call})
+            tg.cancel_scope.cancel()
+    return _summary(windows)
+
+
+def _summary(windows: list[dict[str, Any]]) -> dict[str, Any]:
+    kept = [w for w in windows if not w["disturbed"]] or windows
+
+    def median(mode: str, kind: str) -> float:
+        return float(statistics.median(w[kind] for w in kept if w["mode"] == mode))
+
+    throughput = {m: round(median(m, "throughput"), 1) for m in ("raw", "durable", "call")}
+    p50 = {m: round(median(m, "p50_ms"), 3) for m in ("raw", "durable", "call")}
+    return {
+        "throughput": throughput,
+        "p50_ms": p50,
+        "ratio": round(throughput["durable"] / throughput["raw"], 3),
+        "added_p50_ms_over_call": round(p50["durable"] - p50["call"], 3),
+        "windows": windows,
+    }
+
+
+def run_durable_bench(nats_url: str | None = None, config: DurableConfig | None = None) -> dict[str, Any]:
+    """Run the benchmark on ``nats_url`` (its JetStream) or an embedded nats-server."""
+    cfg = config or DurableConfig()
+    if nats_url:
+        return anyio.run(_bench, nats_url, cfg)
+    with NatsServer() as server:
+        return anyio.run(_bench, server.url, cfg)
+
+
+def render(report: dict[str, Any]) -> str:
+    t, p = report["throughput"], report["p50_ms"]
+    return "\n".join(
+        [
+            "durable tasks: submit -> result, 64 in flight and sequential, one nats-server (file store)",
+            f"  raw nats-py JetStream  {t['raw']:9.1f} tasks/s   p50 {p['raw']:.3f} ms",
+            f"  a2a durable task       {t['durable']:9.1f} tasks/s   p50 {p['durable']:.3f} ms",
+            f"  a2a plain call         {t['call']:9.1f} calls/s   p50 {p['call']:.3f} ms",
+            f"  ratio {report['ratio']:.3f} of raw; a task adds {report['added_p50_ms_over_call']:.3f} ms"
+            " (p50) over a call",
+        ]
+    )
