@@ -16,6 +16,7 @@ effects with ``ctx.task.effect(name, fn)`` (see :mod:`bus.durable.attempt`).
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -158,11 +159,12 @@ class Tasks:
         self._takers.append(taker)
         tg.start_soon(taker.run, runner.run, host.agent.max_concurrency)
 
-    async def stop(self, grace: float) -> None:
-        """Take no more tasks; running attempts get ``grace`` seconds, the rest are handed back."""
+    async def stop(self, grace: float, *, hand_back: bool = True) -> None:
+        """Take no more tasks; running attempts get ``grace`` seconds, the rest are handed back
+        (or, with ``hand_back=False``, dropped as in a crash: redelivered after the ack wait)."""
         async with anyio.create_task_group() as tg:
             for taker in self._takers:
-                tg.start_soon(taker.stop, grace)
+                tg.start_soon(functools.partial(taker.stop, grace, hand_back=hand_back))
         self._takers.clear()
 
 

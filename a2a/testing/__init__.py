@@ -14,7 +14,9 @@ inside the publisher's::
             assert await rt.call("reader", "read", {"path": "app.py"}) == {"text": "..."}
 
 Durable tasks run here too, on an in-memory store with the same semantics (redelivery
-after ``durable.ack_wait``, first-writer-wins outcomes): ``rt.tasks.submit(...)``.
+after the broker's ``ack_wait``, first-writer-wins outcomes): ``rt.tasks.submit(...)``;
+``await rt.tasks.stop(0, hand_back=False)`` drops a runtime's running attempts as a crash
+would, so another runtime gets them again after the ack wait.
 
 With pytest, ``pytest_plugins = ["a2a.testing.pytest_plugin"]`` in your top-level
 ``conftest.py`` gives the fixtures ``a2a_broker`` and ``a2a_runtime`` (see there).

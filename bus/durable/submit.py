@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 
 import anyio
@@ -62,10 +63,13 @@ class TaskClient:
             key=key,
             max_attempts=max_attempts,
         )
-        await store.create(keys.record(task_id), record)
         queued = QueuedTask(task_id=task_id, request=request, max_attempts=max_attempts)
         ttl = max(1.0, (record.deadline - now_ms()) / 1000)
-        await store.enqueue(self.subjects.task_queue(agent), task_id, queued, ttl=ttl)
+        async with anyio.create_task_group() as tg:  # one round trip: nothing reads the record first
+            tg.start_soon(store.create, keys.record(task_id), record)
+            tg.start_soon(
+                functools.partial(store.enqueue, ttl=ttl), self.subjects.task_queue(agent), task_id, queued
+            )
         return record, True
 
     async def _record_of(self, task_id: str) -> TaskRecord | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import msgspec
@@ -64,6 +65,7 @@ class Taker:
         self._freed = anyio.Event()
         self._taking = anyio.CancelScope()
         self._all = anyio.CancelScope()
+        self._hand_back = True
 
     async def run(self, run_attempt: RunAttempt, capacity: int) -> None:
         """Take and run tasks until :meth:`stop` (or cancelled)."""
@@ -81,8 +83,13 @@ class Taker:
                             self.running += 1
                             tg.start_soon(self._attempt, delivery, run_attempt)
 
-    async def stop(self, grace: float) -> None:
-        """Take no more; give running attempts ``grace`` seconds, then hand them back at once."""
+    async def stop(self, grace: float, *, hand_back: bool = True) -> None:
+        """Take no more; give running attempts ``grace`` seconds, then hand them back at once.
+
+        With ``hand_back=False`` the attempts are dropped as a crash would drop them: their
+        deliveries come back only after the ack wait (for tests of redelivery).
+        """
+        self._hand_back = hand_back
         self._taking.cancel()
         with anyio.move_on_after(grace):
             while self.running:
@@ -94,8 +101,10 @@ class Taker:
         try:
             await self._settle(delivery, run_attempt)
         except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                await delivery.nak()  # the instance stops: another takes it at once
+            if self._hand_back:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                    await delivery.nak()  # the instance stops: another takes it at once
+                    await self._handed_back(delivery)
             raise
         except Exception as exc:  # the store failed: the delivery comes back after the ack wait
             log.warning("%s: task attempt not settled: %s", self.instance, exc)
@@ -112,9 +121,6 @@ class Taker:
             await delivery.term()
             return
         task_id = queued.task_id
-        if await store.get(keys.outcome(task_id), TaskOutcome) is not None:
-            await delivery.ack()  # it ended (or was cancelled) already
-            return
         meta = queued.request.metadata
         if meta.deadline is not None and meta.deadline <= now_ms():
             late = DeadlineExceeded(f"the task's deadline passed before {self.agent} could start it")
@@ -123,10 +129,21 @@ class Taker:
         if delivery.attempt > queued.max_attempts:
             await self._give_up(delivery, queued)
             return
+        # One round trip: the attempt is recorded while its task's outcome and checkpoint are read.
         started = AttemptRecord(attempt=delivery.attempt, instance=self.instance, started_at=now_ms())
-        await store.put(keys.attempt(task_id, delivery.attempt), started)
-        checkpoint = await store.get(keys.checkpoint(task_id), object)
-        attempt = Attempt(store, queued, delivery.attempt, checkpoint)
+        found: list[Any] = [None, None]
+
+        async def read(index: int, key: str, kind: type[Any]) -> None:
+            found[index] = await store.get(key, kind)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(store.put, keys.attempt(task_id, delivery.attempt), started)
+            tg.start_soon(read, 0, keys.outcome(task_id), TaskOutcome)
+            tg.start_soon(read, 1, keys.checkpoint(task_id), object)
+        if found[0] is not None:
+            await delivery.ack()  # it ended (or was cancelled) already
+            return
+        attempt = Attempt(store, queued, delivery.attempt, found[1])
         sender = delivery.subject[delivery.subject.rfind(".") + 1 :]
         outcome: TaskOutcome | None = None
         async with anyio.create_task_group() as tg:
@@ -139,10 +156,22 @@ class Taker:
             return
         outcome.attempt, outcome.instance = delivery.attempt, self.instance
         await self._finish(delivery, queued, outcome)
+
+    async def _handed_back(self, delivery: Delivery) -> None:
+        """Record why an attempt ended without an outcome (its task's story, should all fail)."""
+        try:
+            task_id = _queued.decode(delivery.data).task_id
+        except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
+            return
+        now = now_ms()
+        reason = "handed back: its instance stopped"
         ended = AttemptRecord(
-            attempt=delivery.attempt, instance=self.instance, started_at=started.started_at, ended_at=now_ms()
+            attempt=delivery.attempt, instance=self.instance, started_at=now, ended_at=now, reason=reason
         )
-        await store.put(keys.attempt(task_id, delivery.attempt), ended)
+        try:
+            await self.store.put(keys.attempt(task_id, delivery.attempt), ended)
+        except Exception as exc:  # the store is away: the story lacks this line
+            log.debug("%s: attempt record not written: %s", self.instance, exc)
 
     async def _finish(self, delivery: Delivery, queued: QueuedTask, outcome: TaskOutcome) -> None:
         """Store the outcome (unless one was stored first), then acknowledge."""

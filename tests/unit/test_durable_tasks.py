@@ -199,3 +199,21 @@ async def test_tasks_are_off_without_a_store() -> None:
     async with TestBroker() as broker, broker.runtime(durable=None) as rt:
         with pytest.raises(Unavailable, match="A2A_TASKS"):
             await rt.tasks.submit("worker", "echo")
+
+
+async def test_a_crash_leaves_the_task_to_be_redelivered_after_the_ack_wait() -> None:
+    log: list[Any] = []
+    async with TestBroker(ack_wait=0.5) as broker, broker.runtime() as client:
+        async with broker.runtime(worker(log)) as crashed:
+            task = await client.tasks.submit("worker", "steps", timeout=30)
+            with anyio.fail_after(5):
+                while ("step", 1, 1, "receipt-1") not in log:
+                    await anyio.sleep(0.01)
+            await crashed.tasks.stop(0, hand_back=False)  # gone without a word
+            crashed_at = anyio.current_time()
+        async with broker.runtime(worker(log)):
+            with anyio.fail_after(5):
+                assert await task.result() == {"steps": 3}
+            waited = anyio.current_time() - crashed_at
+    assert ("resume", 2, 1) in log
+    assert 0.3 < waited < 3  # after the ack wait, not at once
