@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from transports import Message, Subscription
+from transports import Message
 
 from ._received import Received
 from .answers import error_to, response_to
@@ -29,6 +29,7 @@ from .codec import ENCODE_ERRORS, encode_envelope
 from .errors import A2AError, AgentError, Cancelled, PayloadTooLarge
 from .held import Held
 from .link import Link
+from .listening import Listening
 from .protocol import (
     ACK_AFTER,
     ACK_HEADER,
@@ -93,50 +94,22 @@ class Endpoint:
         self.reply_rejects = Rejects(log, f"{instance_id}: message")
         """Messages not answered because their reply subject is not their sender's (``strict``)."""
         self._received = Received()
-        self._subs: list[Subscription] = []
-        """This instance's subject and the agent's cancels: kept until :meth:`close`."""
-        self._taking: list[Subscription] = []
-        """The agent's queue group and topics: new work, dropped by :meth:`stop_taking`."""
-        self._local: list[str] = []
+        self._listening = Listening(link, agent, instance_id, self.topics)
         self._heard = heard
         """Told the reply subject of each probe: the runtime that sent it is alive."""
 
     async def open(self) -> None:
         """Subscribe: the agent's queue group, this instance, the agent's cancels and topics."""
-        subjects = self.link.subjects
-        anyone = subjects.receiving()
-        link = self.link
-        self._taking.append(await link.subscribe(anyone.agent(self.agent), self.on_message, queue=self.agent))
-        self._subs.append(await link.subscribe(anyone.instance(self.instance_id), self.on_message))
-        self._subs.append(await link.subscribe(anyone.cancel(self.agent), self.on_cancel))
-        for topic in self.topics:
-            self._taking.append(await link.subscribe(anyone.notify(topic), self.on_message, queue=self.agent))
-        # What this process publishes to its own endpoints is handed over directly.
-        for subject in (subjects.agent(self.agent), subjects.instance(self.instance_id)):
-            self.link.attach(subject, self.on_message)
-            self._local.append(subject)
+        await self._listening.open(self.on_message, self.on_cancel)
 
     async def stop_taking(self) -> None:
-        """Take no new work from the agent's queue group or topics. This instance's subject
-        and the agent's cancels stay until :meth:`close`: the calls in hand are still probed,
-        acknowledged, withdrawn and answered while they finish (a graceful stop)."""
-        agent_subject = self.link.subjects.agent(self.agent)
-        if agent_subject in self._local:
-            self.link.detach(agent_subject)
-            self._local.remove(agent_subject)
-        for sub in self._taking:
-            await sub.unsubscribe()
-        self._taking.clear()
+        """Take no new work; calls in hand are still probed, withdrawn and answered (see
+        :meth:`bus.listening.Listening.stop_taking`)."""
+        await self._listening.stop_taking()
 
     async def close(self) -> None:
         """Stop receiving (held calls go on until they finish or are cancelled)."""
-        await self.stop_taking()
-        for subject in self._local:
-            self.link.detach(subject)
-        self._local.clear()
-        for sub in self._subs:
-            await sub.unsubscribe()
-        self._subs.clear()
+        await self._listening.close()
 
     async def on_message(self, msg: Message) -> None:
         """Subscription callback: answer probes and repeats here, hand the rest to the host."""

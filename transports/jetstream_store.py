@@ -32,6 +32,7 @@ from nats.js.client import JetStreamContext
 from nats.js.kv import KeyValue
 
 from ._nats import NatsTransport
+from .base import Subscription
 from .durable import Delivery, DurableStore, Notice
 from .errors import TransportError
 
@@ -89,6 +90,10 @@ class JetStreamDurable(DurableStore):
         self._js: JetStreamContext = transport.nc.jetstream(timeout=5.0)
         self._kv: KeyValue | None = None
         self._pulls: dict[tuple[str, str], JetStreamContext.PullSubscription] = {}
+        self._families: dict[str, Subscription] = {}
+        self._watchers: dict[str, list[Notice]] = {}
+        self._watching: dict[str, int] = {}
+        self._key_at = len(f"$KV.{config.bucket}.")
 
     async def open(self) -> None:
         """Create the stream and the bucket, or check they are there.
@@ -156,7 +161,7 @@ class JetStreamDurable(DurableStore):
                 self._pulls[(consumer, subject)] = pull
             try:
                 messages = await pull.fetch(max_items, timeout=max(0.05, timeout))
-            except nats.errors.TimeoutError:
+            except TimeoutError:  # nats-py raises asyncio.TimeoutError for a batch, its own for one
                 return []
         return [_JetStreamDelivery(msg) for msg in messages]
 
@@ -189,19 +194,40 @@ class JetStreamDurable(DurableStore):
 
     @asynccontextmanager
     async def watch(self, key: str) -> AsyncIterator[Notice]:
+        """Keys are watched through one subscription per first token (``outcome.>``, say),
+        kept while any key of it is watched: many waiters at once cost one subscription
+        (which hears every write of that family in the namespace meanwhile)."""
+        family = key.split(".", 1)[0]
         notice = Notice()
-
-        async def written(msg: Any) -> None:
-            notice.fire()
-
-        subject = f"$KV.{self.config.bucket}.{key}"
-        sub = await self.transport.subscribe(subject, written)
+        self._watchers.setdefault(key, []).append(notice)
+        self._watching[family] = self._watching.get(family, 0) + 1
         try:
+            if family not in self._families:
+                subject = f"$KV.{self.config.bucket}.{family}.>"
+                self._families[family] = await self.transport.subscribe(subject, self._written)
             yield notice
         finally:
-            await sub.unsubscribe()
+            watchers = self._watchers[key]
+            watchers.remove(notice)
+            if not watchers:
+                del self._watchers[key]
+            self._watching[family] -= 1
+            if not self._watching[family]:
+                del self._watching[family]
+                sub = self._families.pop(family, None)
+                if sub is not None:
+                    with suppress(TransportError):
+                        await sub.unsubscribe()
+
+    async def _written(self, msg: Any) -> None:
+        for notice in self._watchers.get(msg.subject[self._key_at :], ()):
+            notice.fire()
 
     async def aclose(self) -> None:
+        for sub in self._families.values():
+            with suppress(TransportError):
+                await sub.unsubscribe()
+        self._families.clear()
         for pull in self._pulls.values():
             with suppress(nats.errors.Error):
                 await pull.unsubscribe()

@@ -118,7 +118,7 @@ class _Raw:
         while True:
             try:
                 msgs = await self.pull.fetch(64, timeout=1)
-            except nats.errors.TimeoutError:
+            except TimeoutError:  # nats-py raises asyncio.TimeoutError for a batch, its own for one
                 continue
             for msg in msgs:
                 task_id = msg.headers["Nats-Msg-Id"] if msg.headers else ""

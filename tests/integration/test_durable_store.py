@@ -1,0 +1,95 @@
+"""One contract, two stores: the JetStream store on a real nats-server and the in-memory twin
+behave alike (de-duplication, redelivery after the ack wait, TTLs, first-writer-wins keys)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+
+from transports import NatsTransport
+from transports.durable import DurableStore, MemoryDurable
+from transports.jetstream_store import JetStreamDurable, StoreConfig
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+ACK_WAIT = 1.0
+
+
+@pytest.fixture(params=["memory", "jetstream"])
+async def store(request: pytest.FixtureRequest, nats_url: str) -> AsyncIterator[DurableStore]:
+    if request.param == "memory":
+        yield MemoryDurable(ack_wait=ACK_WAIT)
+        return
+    transport = await NatsTransport.connect(nats_url)
+    name = uuid.uuid4().hex[:8]
+    config = StoreConfig(stream=f"Q{name}", subjects=[f"q{name}.>"], bucket=f"KV{name}", ack_wait=ACK_WAIT)
+    jetstream = JetStreamDurable(transport, config)
+    await jetstream.open()
+    yield jetstream
+    await jetstream.aclose()
+    await transport.aclose()
+
+
+def subject(store: DurableStore, queue: str) -> str:
+    if isinstance(store, JetStreamDurable):
+        return store.config.subjects[0].replace(">", queue)
+    return f"q.{queue}"
+
+
+async def test_a_message_is_stored_once_and_delivered_again_until_acknowledged(store: DurableStore) -> None:
+    on = subject(store, "work")
+    assert await store.enqueue(on, "id-1", b"hello", ttl=60)
+    assert not await store.enqueue(on, "id-1", b"hello")  # the same id: a duplicate
+    (first,) = await store.take("worker", on, max_items=4, timeout=1)
+    assert (first.data, first.attempt, first.subject) == (b"hello", 1, on)
+    start = anyio.current_time()
+    (again,) = await store.take("worker", on, max_items=4, timeout=ACK_WAIT + 2)
+    assert again.attempt == 2 and anyio.current_time() - start >= ACK_WAIT * 0.8
+    await again.ack()
+    assert await store.take("worker", on, max_items=4, timeout=ACK_WAIT + 0.5) == []
+
+
+async def test_an_idle_queue_gives_nothing_for_any_batch_size(store: DurableStore) -> None:
+    for batch in (1, 4, 64):
+        assert await store.take("worker", subject(store, "idle"), max_items=batch, timeout=0.2) == []
+
+
+async def test_a_delivery_given_back_comes_again_at_once_and_working_keeps_it(store: DurableStore) -> None:
+    on = subject(store, "back")
+    await store.enqueue(on, "id-2", b"x")
+    (first,) = await store.take("worker", on, max_items=1, timeout=1)
+    await first.nak()
+    (second,) = await store.take("worker", on, max_items=1, timeout=0.5)
+    assert second.attempt == 2
+    for _ in range(3):  # kept alive past the ack wait
+        await anyio.sleep(ACK_WAIT / 2)
+        await second.working()
+    assert await store.take("worker", on, max_items=1, timeout=0.2) == []
+    await second.term()
+
+
+async def test_a_message_whose_ttl_passes_is_never_delivered(store: DurableStore) -> None:
+    on = subject(store, "ttl")
+    await store.enqueue(on, "id-3", b"late", ttl=1)
+    await anyio.sleep(1.6)
+    assert await store.take("worker", on, max_items=1, timeout=0.3) == []
+
+
+async def test_keys_first_writer_wins_and_a_watch_hears_writes(store: DurableStore) -> None:
+    assert await store.create("outcome.a", b"1")
+    assert not await store.create("outcome.a", b"2")
+    assert await store.get("outcome.a") == b"1"
+    assert await store.get("outcome.missing") is None
+    async with store.watch("outcome.b") as notice, anyio.create_task_group() as tg:
+
+        async def write() -> None:
+            await anyio.sleep(0.1)
+            await store.put("outcome.b", b"v")
+
+        tg.start_soon(write)
+        with anyio.fail_after(2):
+            await notice.wait()
+    assert await store.get("outcome.b") == b"v"
