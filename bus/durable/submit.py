@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import functools
+import re
 import time
 
 import anyio
 
-from ..errors import Cancelled, DeadlineExceeded, PermissionDenied, Unavailable
+from ..errors import (
+    Cancelled,
+    DeadlineExceeded,
+    InvalidEnvelope,
+    InvalidParams,
+    PermissionDenied,
+    Unavailable,
+)
 from ..subjects import Subjects
 from ..wire import RequestEnvelope
 from . import keys
@@ -15,6 +23,8 @@ from .store import TaskStore
 from .wire import QueuedTask, TaskOutcome, TaskRecord
 
 __all__ = ["TaskClient"]
+
+_TASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 RECHECK = 5.0
 """Seconds a waiter goes without a notice before it reads the outcome again anyway."""
@@ -44,6 +54,10 @@ class TaskClient:
         """
         store = self.store
         task_id = request.metadata.correlation_id
+        if not _TASK_ID.match(task_id):
+            raise InvalidParams(
+                "a task id has 1 to 64 letters, digits, '_' or '-'", details={"field": "taskId"}
+            )
         owner = request.user_id
         if key is not None and not await store.create(keys.idempotency(owner, key), task_id):
             existing = await store.get(keys.idempotency(owner, key), str)
@@ -87,7 +101,7 @@ class TaskClient:
         Raises:
             PermissionDenied: no such task, or it belongs to another user (the two look alike).
         """
-        record = await self.store.get(keys.record(task_id), TaskRecord) if task_id.isalnum() else None
+        record = await self.store.get(keys.record(task_id), TaskRecord) if _TASK_ID.match(task_id) else None
         if record is None or record.owner != user_id:
             raise PermissionDenied("no such task for this user", details={"taskId": task_id[:64]})
         return record
@@ -103,10 +117,17 @@ class TaskClient:
                 if left <= 0:
                     late = DeadlineExceeded(f"the task did not end before its deadline ({record.agent})")
                     ended = TaskOutcome(state="failed", error=late.to_info(), finished_at=now_ms())
-                    await store.create(key, ended)  # unless another outcome was stored first
-                else:
-                    with anyio.move_on_after(min(left, RECHECK)):
-                        await notice.wait()
+                    if await store.create(key, ended):  # unless another outcome was stored first
+                        return ended
+                    found = await self._read(key)
+                    if found is None:  # something is stored there, and it is not an outcome
+                        bad = InvalidEnvelope(
+                            "the task's stored outcome is unreadable", details={"field": "outcome"}
+                        )
+                        return TaskOutcome(state="failed", error=bad.to_info(), finished_at=now_ms())
+                    return found
+                with anyio.move_on_after(min(left, RECHECK)):
+                    await notice.wait()
                 found = await self._read(key)
             return found
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from msgspec import Meta
 
 from ..wire import ErrorInfo, RequestEnvelope, TokenUsage, Wire
 
@@ -10,19 +12,23 @@ __all__ = ["AttemptRecord", "EffectRecord", "QueuedTask", "TaskOutcome", "TaskRe
 
 TaskState = Literal["queued", "running", "completed", "failed", "cancelled"]
 
+TaskId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+"""A task id: one token of a KV key (the runtime's are 32 hex characters)."""
+Attempts = Annotated[int, Meta(ge=1, le=100)]
+
 
 class QueuedTask(Wire):
     """The message on the task queue: the request as submitted, and how often it may be tried."""
 
-    task_id: str
+    task_id: TaskId
     request: RequestEnvelope
-    max_attempts: int = 5
+    max_attempts: Attempts = 5
 
 
 class TaskRecord(Wire):
     """Written once when a task is accepted: who may see it, where it went, until when."""
 
-    task_id: str
+    task_id: TaskId
     agent: str
     action: str
     conversation_id: str
@@ -33,7 +39,7 @@ class TaskRecord(Wire):
     owner: str | None = None
     """The user it was submitted for: only that user's calls read, follow or cancel it."""
     key: str | None = None
-    max_attempts: int = 5
+    max_attempts: Attempts = 5
 
 
 class AttemptRecord(Wire):

@@ -217,3 +217,21 @@ async def test_a_crash_leaves_the_task_to_be_redelivered_after_the_ack_wait() ->
             waited = anyio.current_time() - crashed_at
     assert ("resume", 2, 1) in log
     assert 0.3 < waited < 3  # after the ack wait, not at once
+
+
+async def test_garbage_where_an_outcome_belongs_ends_the_wait_at_the_deadline() -> None:
+    async with TestBroker() as broker, broker.runtime() as client:
+        task = await client.tasks.submit("nobody", "echo", timeout=0.3)
+        await broker.durable.put(f"outcome.{task.id}", b"\xff not json")
+        with anyio.fail_after(3), pytest.raises(A2AError) as raised:
+            await task.result()
+    assert raised.value.code == "INVALID_ENVELOPE"
+
+
+async def test_a_task_id_that_is_not_one_key_token_is_refused() -> None:
+    from a2a import CallOptions
+    from a2a.errors import InvalidParams
+
+    async with TestBroker() as broker, broker.runtime() as client:
+        with pytest.raises(InvalidParams):
+            await client.tasks.submit("worker", "echo", options=CallOptions(correlation_id="a.b>"))
