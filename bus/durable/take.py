@@ -139,7 +139,8 @@ class Taker:
         async with anyio.create_task_group() as tg:
             tg.start_soon(store.put, keys.attempt(task_id, delivery.attempt), started)
             tg.start_soon(read, 0, keys.outcome(task_id), TaskOutcome)
-            tg.start_soon(read, 1, keys.checkpoint(task_id), object)
+            if delivery.attempt > 1:  # a first attempt has nothing to resume from
+                tg.start_soon(read, 1, keys.checkpoint(task_id), object)
         if found[0] is not None:
             await delivery.ack()  # it ended (or was cancelled) already
             return
