@@ -23,6 +23,7 @@ from __future__ import annotations
 import abc
 import itertools
 import math
+import re
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from ._match import subject_matches
+from .errors import MessageTooLarge
 
 __all__ = ["Delivery", "DurableStore", "MemoryDurable", "Notice"]
 
@@ -77,6 +79,10 @@ class DurableStore(abc.ABC):
 
     @abc.abstractmethod
     async def put(self, key: str, value: bytes) -> None: ...
+
+    @abc.abstractmethod
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` (a later :meth:`create` of it succeeds)."""
 
     @abc.abstractmethod
     async def get(self, key: str) -> bytes | None:
@@ -149,6 +155,16 @@ class _MemoryDelivery(Delivery):
             self.store.wake()
 
 
+_KEY = re.compile(r"^[-/_=.a-zA-Z0-9]+$")
+
+
+def _checked(key: str) -> str:
+    """A key as JetStream's buckets take them (the twin refuses what they refuse)."""
+    if not _KEY.match(key) or key.startswith(".") or key.endswith("."):
+        raise ValueError(f"invalid key {key[:80]!r}")
+    return key
+
+
 class MemoryDurable(DurableStore):
     """The in-memory twin: redelivery after ``ack_wait``, TTLs, first-writer-wins keys.
 
@@ -156,8 +172,10 @@ class MemoryDurable(DurableStore):
     whose ack wait passed is found by the next :meth:`take`.
     """
 
-    def __init__(self, *, ack_wait: float = 30.0) -> None:
+    def __init__(self, *, ack_wait: float = 30.0, max_payload: int = 1024 * 1024) -> None:
         self.ack_wait = ack_wait
+        self.max_payload = max_payload
+        """Messages above this many bytes are refused, as a server's ``max_payload`` refuses them."""
         self._items: list[_Queued] = []
         self._ids: set[str] = set()
         self._kv: dict[str, bytes] = {}
@@ -168,6 +186,8 @@ class MemoryDurable(DurableStore):
     # -- queue ---------------------------------------------------------------------------
 
     async def enqueue(self, subject: str, msg_id: str, data: bytes, *, ttl: float | None = None) -> bool:
+        if len(data) > self.max_payload:
+            raise MessageTooLarge(len(data), self.max_payload)
         if msg_id in self._ids:
             return False
         self._ids.add(msg_id)
@@ -228,15 +248,18 @@ class MemoryDurable(DurableStore):
     # -- bucket --------------------------------------------------------------------------
 
     async def create(self, key: str, value: bytes) -> bool:
-        if key in self._kv:
+        if _checked(key) in self._kv:
             return False
         await self.put(key, value)
         return True
 
     async def put(self, key: str, value: bytes) -> None:
-        self._kv[key] = value
+        self._kv[_checked(key)] = value
         for notice in self._watchers.get(key, ()):
             notice.fire()
+
+    async def delete(self, key: str) -> None:
+        self._kv.pop(_checked(key), None)
 
     async def get(self, key: str) -> bytes | None:
         return self._kv.get(key)

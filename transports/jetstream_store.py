@@ -34,7 +34,7 @@ from nats.js.kv import KeyValue
 from ._nats import NatsTransport
 from .base import Subscription
 from .durable import Delivery, DurableStore, Notice
-from .errors import TransportError
+from .errors import MessageTooLarge, TransportError
 
 __all__ = ["JetStreamDurable", "StoreConfig"]
 
@@ -136,6 +136,9 @@ class JetStreamDurable(DurableStore):
     # -- queue ---------------------------------------------------------------------------
 
     async def enqueue(self, subject: str, msg_id: str, data: bytes, *, ttl: float | None = None) -> bool:
+        limit = self.transport.max_payload
+        if len(data) > limit:
+            raise MessageTooLarge(len(data), limit)
         headers = {"Nats-Msg-Id": msg_id}
         if ttl is not None and self.ttl_supported:
             headers["Nats-TTL"] = f"{max(1, math.ceil(ttl))}s"
@@ -183,6 +186,10 @@ class JetStreamDurable(DurableStore):
     async def put(self, key: str, value: bytes) -> None:
         with _errors("writing a task's record"):
             await self.kv.put(key, value)
+
+    async def delete(self, key: str) -> None:
+        with _errors("removing a task's record"):
+            await self.kv.delete(key)
 
     async def get(self, key: str) -> bytes | None:
         with _errors("reading a task's record"):
@@ -239,5 +246,7 @@ def _errors(doing: str) -> Iterator[None]:
     """nats-py's errors as TransportError (the one edge of this module)."""
     try:
         yield
+    except nats.js.errors.InvalidKeyError as exc:
+        raise ValueError(str(exc) or "invalid key") from None
     except (nats.errors.Error, OSError) as exc:
         raise TransportError(f"JetStream failed {doing}: {exc or type(exc).__name__}") from exc

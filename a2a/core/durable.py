@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from typing import Any
 
 import anyio
@@ -126,13 +127,25 @@ class Tasks:
         """
         if key is not None and not 0 < len(key) <= 256:
             raise InvalidParams("an idempotency key has 1 to 256 characters")
-        if not 1 <= max_attempts <= 100:
-            raise InvalidParams("max_attempts is from 1 to 100")
+        if (
+            isinstance(max_attempts, bool)
+            or not isinstance(max_attempts, int)
+            or not 1 <= max_attempts <= 100
+        ):
+            raise InvalidParams("max_attempts is an integer from 1 to 100")
         client = self._client()
         options = merged(options, timeout=timeout, user_id=user_id)
-        limit = min(options.timeout or self.max_ttl, self.max_ttl)
-        request, agent = self.calls.task_request(as_route(target), action, params, options, limit)
-        record, created = await client.submit(request, agent, key=key, max_attempts=max_attempts)
+        limit = self.max_ttl if options.timeout is None else options.timeout
+        if not (isinstance(limit, int | float) and math.isfinite(limit) and limit > 0):
+            raise InvalidParams(f"a task's timeout is a number of seconds above 0, not {limit!r}")
+        try:
+            route = as_route(target)
+            request, agent = self.calls.task_request(route, action, params, options, min(limit, self.max_ttl))
+            record, created = await client.submit(request, agent, key=key, max_attempts=max_attempts)
+        except A2AError:
+            raise
+        except ValueError as exc:  # a name that is no subject token
+            raise InvalidParams(str(exc)) from None
         return Task(client, record, created)
 
     async def get(self, task_id: str, user_id: str | None = None) -> Task:

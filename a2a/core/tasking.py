@@ -14,6 +14,7 @@ import logging
 import time
 
 import anyio
+import msgspec
 
 from bus.durable import Attempt, TaskOutcome
 from bus.errors import A2AError, AgentError, DeadlineExceeded
@@ -31,6 +32,7 @@ __all__ = ["TaskHost"]
 log = logging.getLogger("a2a.tasks")
 
 _MAX_ERROR_CHARS = 2000
+_encode = msgspec.json.Encoder().encode
 
 
 class TaskHost:
@@ -69,6 +71,10 @@ class TaskHost:
                         held.give_up()
                     if env.delegation is not None:
                         result = await finish_delegation(services, name, env, result, ctx.tools_used)
+                try:
+                    _encode(result)  # stored as JSON: refused here, not by the store
+                except (TypeError, ValueError, OverflowError) as exc:
+                    raise AgentError(f"the result cannot be stored as JSON: {exc}") from None
             except TimeoutError:
                 error = DeadlineExceeded(f"{name} did not finish {env.payload.action!r} before the deadline")
             except A2AError as exc:

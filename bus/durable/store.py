@@ -8,10 +8,10 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from transports import TransportError
+from transports import MessageTooLarge, TransportError
 from transports.durable import Delivery, DurableStore, Notice
 
-from ..errors import Unavailable
+from ..errors import InvalidParams, PayloadTooLarge, Unavailable
 
 __all__ = ["TaskStore"]
 
@@ -24,8 +24,12 @@ _encode = msgspec.json.Encoder().encode
 def _unavailable(doing: str) -> Iterator[None]:
     try:
         yield
+    except MessageTooLarge as exc:
+        raise PayloadTooLarge(f"the task store refused {doing}: {exc}") from None
     except TransportError as exc:
         raise Unavailable(f"the task store failed {doing}: {exc}") from None
+    except ValueError as exc:  # a key or value the store cannot take
+        raise InvalidParams(f"the task store refused {doing}: {exc}") from None
 
 
 class TaskStore:
@@ -49,6 +53,10 @@ class TaskStore:
     async def put(self, key: str, value: Any) -> None:
         with _unavailable("writing a task's record"):
             await self.raw.put(key, _encode(value))
+
+    async def delete(self, key: str) -> None:
+        with _unavailable("removing a task's record"):
+            await self.raw.delete(key)
 
     async def get(self, key: str, kind: type[T]) -> T | None:
         """The value of ``key`` as ``kind``; None when missing (or unreadable: counted as missing)."""

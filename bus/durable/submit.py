@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import functools
+import logging
 import re
 import time
 
 import anyio
 
 from ..errors import (
+    A2AError,
     Cancelled,
     DeadlineExceeded,
     InvalidEnvelope,
@@ -23,6 +24,8 @@ from .store import TaskStore
 from .wire import QueuedTask, TaskOutcome, TaskRecord
 
 __all__ = ["TaskClient"]
+
+log = logging.getLogger("a2a.tasks")
 
 _TASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -59,8 +62,10 @@ class TaskClient:
                 "a task id has 1 to 64 letters, digits, '_' or '-'", details={"field": "taskId"}
             )
         owner = request.user_id
-        if key is not None and not await store.create(keys.idempotency(owner, key), task_id):
-            existing = await store.get(keys.idempotency(owner, key), str)
+        subject = self.subjects.task_queue(agent)  # ValueError for a name that is no subject token
+        idempotency = keys.idempotency(owner, key) if key is not None else None
+        if idempotency is not None and not await store.create(idempotency, task_id):
+            existing = await store.get(idempotency, str)
             found = await self._record_of(existing) if existing else None
             if found is not None:
                 return found, False
@@ -74,17 +79,29 @@ class TaskClient:
             submitted_at=meta.timestamp,
             deadline=meta.deadline or meta.timestamp + (meta.ttl_ms or 0),
             owner=owner,
+            sender=self.subjects.sender,
             key=key,
             max_attempts=max_attempts,
         )
-        queued = QueuedTask(task_id=task_id, request=request, max_attempts=max_attempts)
-        ttl = max(1.0, (record.deadline - now_ms()) / 1000)
-        async with anyio.create_task_group() as tg:  # one round trip: nothing reads the record first
-            tg.start_soon(store.create, keys.record(task_id), record)
-            tg.start_soon(
-                functools.partial(store.enqueue, ttl=ttl), self.subjects.task_queue(agent), task_id, queued
-            )
+        try:
+            if not await store.create(keys.record(task_id), record):
+                raise InvalidParams("a task with this id exists already", details={"field": "taskId"})
+            queued = QueuedTask(task_id=task_id, request=request, max_attempts=max_attempts)
+            ttl = max(1.0, (record.deadline - now_ms()) / 1000)
+            await store.enqueue(subject, task_id, queued, ttl=ttl)
+        except A2AError:
+            # Not accepted: the key must not name a task that never runs (a retry submits anew).
+            with anyio.CancelScope(shield=True):
+                if idempotency is not None:
+                    await self._forget(idempotency)
+            raise
         return record, True
+
+    async def _forget(self, key: str) -> None:
+        try:
+            await self.store.delete(key)
+        except A2AError as exc:
+            log.warning("an idempotency key of a refused task stays: %s", exc)
 
     async def _record_of(self, task_id: str) -> TaskRecord | None:
         """The record of a task just submitted by another process (it may be a moment behind)."""

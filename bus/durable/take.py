@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -27,14 +28,14 @@ import msgspec
 
 from transports.durable import Delivery
 
-from ..errors import AgentLost, DeadlineExceeded
+from ..errors import A2AError, AgentLost, DeadlineExceeded
 from ..rejects import Rejects
 from ..subjects import Subjects
 from . import keys
 from .attempt import Attempt
 from .store import TaskStore
 from .submit import now_ms
-from .wire import AttemptRecord, QueuedTask, TaskOutcome
+from .wire import AttemptRecord, QueuedTask, TaskOutcome, TaskRecord
 
 __all__ = ["RunAttempt", "Taker"]
 
@@ -76,9 +77,14 @@ class Taker:
                         while self.running >= capacity:
                             self._freed = anyio.Event()
                             await self._freed.wait()
-                        deliveries = await self.store.take(
-                            self.agent, self.subject, max_items=capacity - self.running, timeout=TAKE_WAIT
-                        )
+                        try:
+                            deliveries = await self.store.take(
+                                self.agent, self.subject, max_items=capacity - self.running, timeout=TAKE_WAIT
+                            )
+                        except A2AError as exc:  # the store is away: ask again in a moment
+                            log.warning("%s: cannot take tasks: %s", self.instance, exc)
+                            await anyio.sleep(1.0)
+                            continue
                         for delivery in deliveries:
                             self.running += 1
                             tg.start_soon(self._attempt, delivery, run_attempt)
@@ -102,7 +108,7 @@ class Taker:
             await self._settle(delivery, run_attempt)
         except anyio.get_cancelled_exc_class():
             if self._hand_back:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                with anyio.CancelScope(shield=True), anyio.move_on_after(2), suppress(Exception):
                     await delivery.nak()  # the instance stops: another takes it at once
                     await self._handed_back(delivery)
             raise
@@ -131,7 +137,7 @@ class Taker:
             return
         # One round trip: the attempt is recorded while its task's outcome and checkpoint are read.
         started = AttemptRecord(attempt=delivery.attempt, instance=self.instance, started_at=now_ms())
-        found: list[Any] = [None, None]
+        found: list[Any] = [None, None, None]
 
         async def read(index: int, key: str, kind: type[Any]) -> None:
             found[index] = await store.get(key, kind)
@@ -139,13 +145,18 @@ class Taker:
         async with anyio.create_task_group() as tg:
             tg.start_soon(store.put, keys.attempt(task_id, delivery.attempt), started)
             tg.start_soon(read, 0, keys.outcome(task_id), TaskOutcome)
+            tg.start_soon(read, 2, keys.record(task_id), TaskRecord)
             if delivery.attempt > 1:  # a first attempt has nothing to resume from
                 tg.start_soon(read, 1, keys.checkpoint(task_id), object)
+        sender = delivery.subject[delivery.subject.rfind(".") + 1 :]
+        if not _describes(found[2], queued, self.agent, sender):
+            self.rejects("not the task its record describes", f"{task_id} from {sender}")
+            await delivery.term()
+            return
         if found[0] is not None:
             await delivery.ack()  # it ended (or was cancelled) already
             return
         attempt = Attempt(store, queued, delivery.attempt, found[1])
-        sender = delivery.subject[delivery.subject.rfind(".") + 1 :]
         outcome: TaskOutcome | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._keep_alive, delivery)
@@ -215,3 +226,18 @@ class Taker:
             while await self.store.get(key, str) is None:
                 await notice.wait()
         scope.cancel()
+
+
+def _describes(record: TaskRecord | None, queued: QueuedTask, agent: str, sender: str) -> bool:
+    """The queued message is the task its record was written for: the same id, agent,
+    sender, user and attempts. Anyone else who can publish on the queue could otherwise
+    run a request of their own under another user's task id."""
+    request = queued.request
+    return (
+        record is not None
+        and record.agent == agent
+        and record.sender == sender
+        and record.owner == request.user_id
+        and record.max_attempts == queued.max_attempts
+        and request.metadata.correlation_id == queued.task_id
+    )

@@ -38,6 +38,9 @@ class TaskRecord(Wire):
     """Milliseconds since the epoch: no attempt starts after it, and the task ends by it."""
     owner: str | None = None
     """The user it was submitted for: only that user's calls read, follow or cancel it."""
+    sender: str = ""
+    """The identity that queued it (the last token of its queue subject); a queue message
+    from anyone else for this task is refused."""
     key: str | None = None
     max_attempts: Attempts = 5
 
