@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from ..errors import EffectInDoubt
+from ..errors import EffectInDoubt, InvalidParams
 from . import keys
 from .store import TaskStore
 from .wire import EffectRecord, QueuedTask
@@ -32,6 +32,7 @@ class Attempt:
         self.number = number
         self.last_checkpoint = last_checkpoint
         """What the last :meth:`checkpoint` of an earlier attempt (or this one) kept; None at first."""
+        self._running: set[str] = set()
 
     @property
     def task_id(self) -> str | None:
@@ -52,6 +53,8 @@ class Attempt:
         Raises:
             EffectInDoubt: an earlier attempt started it and recorded no end (unless ``idempotent``).
         """
+        if name in self._running:
+            raise InvalidParams(f"the side effect {name!r} is already running in this attempt")
         key = keys.effect(self.queued.task_id, name)
         record = await self.store.get(key, EffectRecord)
         if record is not None:
@@ -64,7 +67,11 @@ class Attempt:
                     details={"effect": name, "attempt": record.attempt},
                 )
         await self.store.put(key, EffectRecord(attempt=self.number))
-        result = await fn()
+        self._running.add(name)
+        try:
+            result = await fn()
+        finally:
+            self._running.discard(name)
         await self.store.put(key, EffectRecord(attempt=self.number, done=True, result=result))
         return result
 

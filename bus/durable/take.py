@@ -223,7 +223,7 @@ class Taker:
     async def _watch_cancel(self, task_id: str, scope: anyio.CancelScope) -> None:
         key = keys.cancel(task_id)
         async with self.store.watch(key) as notice:
-            while await self.store.get(key, str) is None:
+            while await self.store.raw.get(key) is None:  # whatever it holds, it is there
                 await notice.wait()
         scope.cancel()
 

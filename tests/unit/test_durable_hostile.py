@@ -122,3 +122,35 @@ async def test_bad_options_are_typed_refusals(options: dict[str, Any]) -> None:
         with pytest.raises(InvalidParams):
             await rt.tasks.submit("a.b", "echo")
         assert broker.durable.queued == 0
+
+
+@agent.action("nested")
+async def _nested(ctx: Context, params: dict[str, Any]) -> Any:
+    async def inner() -> str:
+        return "i"
+
+    async def outer() -> str:
+        return "o" + await ctx.task.effect("pay", inner)
+
+    return await ctx.task.effect("pay", outer)
+
+
+async def test_an_effect_run_inside_itself_is_refused() -> None:
+    async with TestBroker() as broker, broker.runtime(agent) as rt:
+        task = await rt.tasks.submit("w", "nested")
+        with pytest.raises(InvalidParams, match="already running"):
+            await task.result()
+
+
+async def test_anything_under_a_tasks_cancel_key_cancels_it() -> None:
+    runs.clear()
+    async with TestBroker() as broker, broker.runtime(agent) as rt:
+        task = await rt.tasks.submit("w", "echo", {"text": "long", "sleep": 30})
+        with anyio.fail_after(2):
+            while "long" not in runs:
+                await anyio.sleep(0.01)
+        await broker.durable.put(f"cancel.{task.id}", b"\xff not json")
+        await broker.durable.put(f"outcome.{task.id}", b'{"state":"cancelled"}')
+        with anyio.fail_after(2):
+            while broker.durable.queued:  # the running attempt stopped and was acknowledged
+                await anyio.sleep(0.01)
