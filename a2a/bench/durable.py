@@ -29,12 +29,11 @@ from ..core.context import Context
 from ..core.runtime import Runtime
 from ..core.settings import Settings
 from ..dev.servers import NatsServer
-from .throughput import calibrate
+from .throughput import DISTURBED, calibrate
 
 __all__ = ["DurableConfig", "run_durable_bench"]
 
 PAYLOAD = {"text": "x" * 64, "n": 1}
-_DISTURBED = 1.3
 
 echo = Agent("bench-echo", max_concurrency=64)
 
@@ -84,7 +83,7 @@ async def _windows(cfg: DurableConfig, modes: dict[str, Submit]) -> list[dict[st
             windows.append({"mode": mode, "throughput": rate, "p50_ms": p50, "calibration_ms": cal})
     typical = statistics.median(w["calibration_ms"] for w in windows)
     for w in windows:
-        w["disturbed"] = w["calibration_ms"] > typical * _DISTURBED
+        w["disturbed"] = w["calibration_ms"] > typical * DISTURBED
     return windows
 
 

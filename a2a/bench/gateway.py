@@ -34,7 +34,7 @@ from ..dev.sdk_env import ensure_sdk_python
 from ..dev.servers import NatsServer, RedisServer
 from ..processes import die_with_parent
 from .responder import echo_agent
-from .throughput import calibrate, percentile
+from .throughput import DISTURBED, calibrate, percentile
 
 __all__ = ["ECHO", "GatewayReport", "run_gateway_bench"]
 
@@ -42,7 +42,6 @@ ECHO: Agent = echo_agent("gw-echo")
 """The bus agent the gateway serves (``a2a serve a2a.bench.gateway:ECHO``)."""
 
 _SDK_SERVER = Path(__file__).resolve().parents[2] / "tests" / "interop" / "sdk" / "echo_server.py"
-_DISTURBED = 1.3
 
 
 class GatewayReport(msgspec.Struct, kw_only=True):
@@ -156,7 +155,7 @@ async def _measure(
                             "value": await _p50(url, sequential)})  # fmt: skip
     typical = statistics.median(w["calibration_ms"] for w in windows)
     for w in windows:
-        w["disturbed"] = w["calibration_ms"] > typical * _DISTURBED
+        w["disturbed"] = w["calibration_ms"] > typical * DISTURBED
 
     def median(mode: str, kind: str) -> float:
         values = [

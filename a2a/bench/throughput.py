@@ -34,10 +34,11 @@ from ..dev.servers import NatsServer, RedisServer
 from ..processes import die_with_parent
 from .responder import ECHO_CAPABILITY, raw_subject
 
-__all__ = ["BenchConfig", "BenchReport", "run_bench"]
+__all__ = ["DISTURBED", "BenchConfig", "BenchReport", "calibrate", "run_bench"]
 
 PAYLOAD = {"text": "x" * 64, "n": 1}
-_DISTURBED = 1.3
+DISTURBED = 1.3
+"""A window whose CPU calibration ran this much slower than the median was disturbed."""
 
 
 class BenchConfig(msgspec.Struct, kw_only=True):
@@ -163,7 +164,7 @@ async def _measure(settings: Settings, config: BenchConfig, loop_name: str) -> B
                 windows.append(Window(mode, "p99", percentile(lat, 0.99), cal))
         median_cal = statistics.median(w.calibration_ms for w in windows)
         for w in windows:
-            w.disturbed = w.calibration_ms > _DISTURBED * median_cal
+            w.disturbed = w.calibration_ms > DISTURBED * median_cal
 
         def figure(mode: str, kind: str) -> float:
             values = [w.value for w in windows if w.mode == mode and w.kind == kind and not w.disturbed]

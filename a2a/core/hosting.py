@@ -26,7 +26,6 @@ import anyio
 from bus import Bus, Endpoint, TaskSet, Workers, codec
 from bus.errors import (
     A2AError,
-    AgentError,
     Cancelled,
     DeadlineExceeded,
     InvalidEnvelope,
@@ -47,6 +46,7 @@ from .agent import Agent
 from .calls import CallPath
 from .context import Context
 from .delegating import finish_delegation
+from .failures import as_failure
 from .instance import Instance
 from .services import Services
 from .slots import Lease, Slots
@@ -54,9 +54,6 @@ from .slots import Lease, Slots
 __all__ = ["AgentHost", "HostStats", "Readiness"]
 
 log = logging.getLogger("a2a.host")
-
-_MAX_ERROR_CHARS = 2000
-"""A handler's error message is cut to this many characters before it is redacted and sent."""
 
 
 @runtime_checkable
@@ -330,19 +327,16 @@ class AgentHost:
                     raise  # not ours (the runtime is closing): keep cancelling
                 error = self._stopped(held.reason, env).located(name, env.metadata.hop_count)
             except A2AError as exc:
-                error = exc.located(name, env.metadata.hop_count)
-                if not exc.remote:  # raised here, by a handler or a check: may quote secrets
-                    exc.message = services.redactor.redact(exc.message[:_MAX_ERROR_CHARS])
+                error = as_failure(exc, services.redactor).located(name, env.metadata.hop_count)
             except Exception as exc:  # a handler's own failure goes back as AGENT_ERROR
-                message = services.redactor.redact(str(exc)[:_MAX_ERROR_CHARS]) or type(exc).__name__
+                error = as_failure(exc, services.redactor).located(name, env.metadata.hop_count)
                 log.warning(
                     "%s: %r failed: %s",
                     self.instance_id,
                     env.payload.action[:200],
-                    message,
+                    error.message,
                     exc_info=log.isEnabledFor(logging.DEBUG),
                 )
-                error = AgentError(message).located(name, env.metadata.hop_count)
             finally:
                 if held is not None:
                     endpoint.release(correlation_id, held)

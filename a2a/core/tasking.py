@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 import anyio
 import msgspec
 
 from bus.durable import Attempt, TaskOutcome
+from bus.durable.submit import now_ms
 from bus.errors import A2AError, AgentError, DeadlineExceeded
 
 from ..stores.audit import callee_record
@@ -24,6 +24,7 @@ from .admission import admit
 from .agent import Agent
 from .context import Context
 from .delegating import finish_delegation
+from .failures import as_failure
 from .instance import Instance
 from .slots import Lease, Slots
 
@@ -31,7 +32,6 @@ __all__ = ["TaskHost"]
 
 log = logging.getLogger("a2a.tasks")
 
-_MAX_ERROR_CHARS = 2000
 _encode = msgspec.json.Encoder().encode
 
 
@@ -50,7 +50,7 @@ class TaskHost:
         env = attempt.queued.request
         meta = env.metadata
         if meta.deadline is not None:  # it may have waited: the time left is the deadline's
-            meta.ttl_ms = max(0, meta.deadline - int(time.time() * 1000))
+            meta.ttl_ms = max(0, meta.deadline - now_ms())
         t0 = services.clock()
         trace = services.telemetry.handle(env, None, name, self.instance.instance_id)
         ctx: Context | None = None
@@ -78,13 +78,12 @@ class TaskHost:
             except TimeoutError:
                 error = DeadlineExceeded(f"{name} did not finish {env.payload.action!r} before the deadline")
             except A2AError as exc:
-                error = exc
-                if not exc.remote:
-                    exc.message = services.redactor.redact(exc.message[:_MAX_ERROR_CHARS])
+                error = as_failure(exc, services.redactor)
             except Exception as exc:  # the handler's own failure: AGENT_ERROR, as for a call
-                message = services.redactor.redact(str(exc)[:_MAX_ERROR_CHARS]) or type(exc).__name__
-                log.warning("%s: task %s failed: %s", self.instance.instance_id, attempt.task_id, message)
-                error = AgentError(message)
+                error = as_failure(exc, services.redactor)
+                log.warning(
+                    "%s: task %s failed: %s", self.instance.instance_id, attempt.task_id, error.message
+                )
             spent = ctx.spent if ctx is not None else None
             if error is not None:
                 error.located(name, meta.hop_count)

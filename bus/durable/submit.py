@@ -21,13 +21,13 @@ from ..subjects import Subjects
 from ..wire import RequestEnvelope
 from . import keys
 from .store import TaskStore
-from .wire import QueuedTask, TaskOutcome, TaskRecord
+from .wire import TASK_ID, QueuedTask, TaskOutcome, TaskRecord
 
 __all__ = ["TaskClient"]
 
 log = logging.getLogger("a2a.tasks")
 
-_TASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_TASK_ID = re.compile(TASK_ID)
 
 RECHECK = 5.0
 """Seconds a waiter goes without a notice before it reads the outcome again anyway."""

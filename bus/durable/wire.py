@@ -8,11 +8,12 @@ from msgspec import Meta
 
 from ..wire import ErrorInfo, RequestEnvelope, TokenUsage, Wire
 
-__all__ = ["AttemptRecord", "EffectRecord", "QueuedTask", "TaskOutcome", "TaskRecord", "TaskState"]
+__all__ = ["TASK_ID", "AttemptRecord", "EffectRecord", "QueuedTask", "TaskOutcome", "TaskRecord", "TaskState"]
 
 TaskState = Literal["queued", "running", "completed", "failed", "cancelled"]
 
-TaskId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+TASK_ID = r"^[A-Za-z0-9_-]{1,64}$"
+TaskId = Annotated[str, Meta(pattern=TASK_ID)]
 """A task id: one token of a KV key (the runtime's are 32 hex characters)."""
 Attempts = Annotated[int, Meta(ge=1, le=100)]
 
