@@ -19,7 +19,6 @@ from .wire import EffectRecord as EffectRecord
 from .wire import QueuedTask as QueuedTask
 from .wire import TaskOutcome as TaskOutcome
 from .wire import TaskRecord as TaskRecord
-from .wire import TaskState as TaskState
 
 __all__ = [
     "Attempt",
@@ -32,7 +31,6 @@ __all__ = [
     "TaskClient",
     "TaskOutcome",
     "TaskRecord",
-    "TaskState",
     "TaskStore",
     "keys",
 ]

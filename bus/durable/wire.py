@@ -8,9 +8,7 @@ from msgspec import Meta
 
 from ..wire import ErrorInfo, RequestEnvelope, TokenUsage, Wire
 
-__all__ = ["TASK_ID", "AttemptRecord", "EffectRecord", "QueuedTask", "TaskOutcome", "TaskRecord", "TaskState"]
-
-TaskState = Literal["queued", "running", "completed", "failed", "cancelled"]
+__all__ = ["TASK_ID", "AttemptRecord", "EffectRecord", "QueuedTask", "TaskOutcome", "TaskRecord"]
 
 TASK_ID = r"^[A-Za-z0-9_-]{1,64}$"
 TaskId = Annotated[str, Meta(pattern=TASK_ID)]
