@@ -14,8 +14,8 @@ waits is never delivered.
 
 Bucket. :meth:`DurableStore.create` writes a key only if it does not exist (True when
 this call wrote it); :meth:`DurableStore.put` overwrites; :meth:`DurableStore.get` reads.
-:meth:`DurableStore.watch` tells when a key is written (then read it: the notice itself
-may come from a writer that lost a ``create``).
+:meth:`DurableStore.watch` tells when a key (or any key of a pattern) is written (then
+read it: the notice itself may come from a writer that lost a ``create``).
 """
 
 from __future__ import annotations
@@ -89,8 +89,13 @@ class DurableStore(abc.ABC):
         """The value of ``key``, or None when it does not exist."""
 
     @abc.abstractmethod
-    def watch(self, key: str) -> AbstractAsyncContextManager[Notice]:
-        """A :class:`Notice` fired each time ``key`` is written, while the context lasts."""
+    def watch(self, key: str, *, family: str | None = None) -> AbstractAsyncContextManager[Notice]:
+        """A :class:`Notice` fired each time ``key`` is written, while the context lasts.
+
+        ``key`` may hold wildcards (``*`` for one token, ``>`` for the rest). ``family`` is
+        a wider pattern covering it that the store may listen to once for every watch of
+        that family (default: every key with the same first token).
+        """
 
 
 class Notice:
@@ -255,8 +260,10 @@ class MemoryDurable(DurableStore):
 
     async def put(self, key: str, value: bytes) -> None:
         self._kv[_checked(key)] = value
-        for notice in self._watchers.get(key, ()):
-            notice.fire()
+        for pattern, notices in self._watchers.items():
+            if pattern == key or subject_matches(pattern, key):
+                for notice in notices:
+                    notice.fire()
 
     async def delete(self, key: str) -> None:
         self._kv.pop(_checked(key), None)
@@ -265,7 +272,7 @@ class MemoryDurable(DurableStore):
         return self._kv.get(key)
 
     @asynccontextmanager
-    async def watch(self, key: str) -> AsyncIterator[Notice]:
+    async def watch(self, key: str, *, family: str | None = None) -> AsyncIterator[Notice]:
         notice = Notice()
         self._watchers.setdefault(key, []).append(notice)
         try:

@@ -5,8 +5,16 @@ Messages go to a stream with work-queue retention (a message is gone once acknow
 server keeps them (nats-server 2.11 and later; on older servers the TTL is left to the
 taker). Each consumer is a durable pull consumer over one subject, acknowledging
 explicitly, with no delivery limit (the task protocol counts attempts itself). Keys live
-in a KV bucket keeping one revision each; :meth:`JetStreamDurable.watch` follows a key
-with a plain subscription to its ``$KV`` subject (no consumer is made for it).
+in a KV bucket keeping one revision each for ``keep`` seconds, read with direct gets
+(``$JS.API.DIRECT.GET.<stream>.<subject>``: a permission can name the keys a user may
+read); :meth:`JetStreamDurable.watch` follows keys with a plain subscription to their
+``$KV`` subjects (no consumer is made for it).
+
+The stream, the bucket and the consumers are used as they are when they exist: an
+operator may have made them with other settings (three replicas, say) and, under
+``a2a nats-config``'s permissions, only the admin may make or change them
+(:func:`provision`). When one is missing, :meth:`JetStreamDurable.open` and
+:meth:`JetStreamDurable.take` make it with the settings of :class:`StoreConfig`.
 """
 
 from __future__ import annotations
@@ -31,12 +39,13 @@ from nats.js.api import (
 from nats.js.client import JetStreamContext
 from nats.js.kv import KeyValue
 
+from ._match import subject_matches
 from ._nats import NatsTransport
 from .base import Subscription
 from .durable import Delivery, DurableStore, Notice
 from .errors import MessageTooLarge, TransportError
 
-__all__ = ["JetStreamDurable", "StoreConfig"]
+__all__ = ["JetStreamDurable", "StoreConfig", "provision"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +60,40 @@ class StoreConfig:
     duplicate_window: float = 120.0
     replicas: int = 1
     storage: StorageType = field(default=StorageType.FILE)
+    keep: float = 14 * 86400.0
+    """Seconds the bucket keeps a key after its last write (records, outcomes, journals)."""
+
+    def stream_config(self) -> StreamConfig:
+        return StreamConfig(
+            name=self.stream,
+            subjects=self.subjects,
+            retention=RetentionPolicy.WORK_QUEUE,
+            storage=self.storage,
+            num_replicas=self.replicas,
+            duplicate_window=self.duplicate_window,
+            allow_msg_ttl=True,
+        )
+
+    def bucket_config(self) -> KeyValueConfig:
+        return KeyValueConfig(
+            bucket=self.bucket,
+            history=1,
+            storage=self.storage,
+            replicas=self.replicas,
+            ttl=self.keep,
+            direct=True,
+        )
+
+    def consumer_config(self, consumer: str, subject: str) -> ConsumerConfig:
+        return ConsumerConfig(
+            durable_name=consumer,
+            name=consumer,
+            filter_subject=subject,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self.ack_wait,
+            max_deliver=-1,
+            max_ack_pending=-1,
+        )
 
 
 class _JetStreamDelivery(Delivery):
@@ -92,46 +135,33 @@ class JetStreamDurable(DurableStore):
         self._pulls: dict[tuple[str, str], JetStreamContext.PullSubscription] = {}
         self._families: dict[str, Subscription] = {}
         self._watchers: dict[str, list[Notice]] = {}
+        self._patterns: dict[str, list[Notice]] = {}
         self._watching: dict[str, int] = {}
         self._key_at = len(f"$KV.{config.bucket}.")
 
     async def open(self) -> None:
-        """Create the stream and the bucket, or check they are there.
+        """Find the stream and the bucket, or make them.
 
         Raises:
-            TransportError: no JetStream, or this user may not create or see them.
+            TransportError: no JetStream, or this user may neither see nor make them.
         """
         c = self.config
-        stream = StreamConfig(
-            name=c.stream,
-            subjects=c.subjects,
-            retention=RetentionPolicy.WORK_QUEUE,
-            storage=c.storage,
-            num_replicas=c.replicas,
-            duplicate_window=c.duplicate_window,
-            allow_msg_ttl=True,
-        )
         with _errors("opening the task stream"):
             try:
-                await self._add_or_update(stream)
-            except nats.js.errors.BadRequestError:  # a server without per-message TTLs
-                stream.allow_msg_ttl = None
-                self.ttl_supported = False
-                await self._add_or_update(stream)
+                info = await self._js.stream_info(c.stream)
+                self.ttl_supported = bool(info.config.allow_msg_ttl)
+            except nats.js.errors.NotFoundError:
+                stream = c.stream_config()
+                try:
+                    await self._js.add_stream(stream)
+                except nats.js.errors.BadRequestError:  # a server without per-message TTLs
+                    stream.allow_msg_ttl = None
+                    self.ttl_supported = False
+                    await self._js.add_stream(stream)
             try:
                 self._kv = await self._js.key_value(c.bucket)
             except nats.js.errors.BucketNotFoundError:
-                self._kv = await self._js.create_key_value(
-                    KeyValueConfig(bucket=c.bucket, history=1, storage=c.storage, replicas=c.replicas)
-                )
-
-    async def _add_or_update(self, config: StreamConfig) -> None:
-        try:
-            await self._js.add_stream(config)
-        except nats.js.errors.BadRequestError as exc:
-            if exc.err_code != 10058:  # 10058: a stream by that name exists (with another config)
-                raise
-            await self._js.update_stream(config)
+                self._kv = await self._js.create_key_value(c.bucket_config())
 
     # -- queue ---------------------------------------------------------------------------
 
@@ -150,17 +180,12 @@ class JetStreamDurable(DurableStore):
         with _errors("taking tasks"):
             pull = self._pulls.get((consumer, subject))
             if pull is None:
-                config = ConsumerConfig(
-                    durable_name=consumer,
-                    filter_subject=subject,
-                    ack_policy=AckPolicy.EXPLICIT,
-                    ack_wait=self.config.ack_wait,
-                    max_deliver=-1,
-                    max_ack_pending=-1,
-                )
-                pull = await self._js.pull_subscribe(
-                    subject, durable=consumer, stream=self.config.stream, config=config
-                )
+                try:
+                    await self._js.consumer_info(self.config.stream, consumer)
+                except nats.js.errors.NotFoundError:
+                    config = self.config.consumer_config(consumer, subject)
+                    await self._js.add_consumer(self.config.stream, config)
+                pull = await self._js.pull_subscribe_bind(consumer, self.config.stream)
                 self._pulls[(consumer, subject)] = pull
             try:
                 messages = await pull.fetch(max_items, timeout=max(0.05, timeout))
@@ -200,24 +225,25 @@ class JetStreamDurable(DurableStore):
         return entry.value
 
     @asynccontextmanager
-    async def watch(self, key: str) -> AsyncIterator[Notice]:
-        """Keys are watched through one subscription per first token (``outcome.>``, say),
+    async def watch(self, key: str, *, family: str | None = None) -> AsyncIterator[Notice]:
+        """Keys are watched through one subscription per family (``outcome.*.me.*``, say),
         kept while any key of it is watched: many waiters at once cost one subscription
-        (which hears every write of that family in the namespace meanwhile)."""
-        family = key.split(".", 1)[0]
+        (which hears every write of that family meanwhile)."""
+        family = family or key.split(".", 1)[0] + ".>"
         notice = Notice()
-        self._watchers.setdefault(key, []).append(notice)
+        watchers = self._patterns if ("*" in key or ">" in key) else self._watchers
+        watchers.setdefault(key, []).append(notice)
         self._watching[family] = self._watching.get(family, 0) + 1
         try:
             if family not in self._families:
-                subject = f"$KV.{self.config.bucket}.{family}.>"
+                subject = f"$KV.{self.config.bucket}.{family}"
                 self._families[family] = await self.transport.subscribe(subject, self._written)
             yield notice
         finally:
-            watchers = self._watchers[key]
-            watchers.remove(notice)
-            if not watchers:
-                del self._watchers[key]
+            notices = watchers[key]
+            notices.remove(notice)
+            if not notices:
+                del watchers[key]
             self._watching[family] -= 1
             if not self._watching[family]:
                 del self._watching[family]
@@ -227,8 +253,13 @@ class JetStreamDurable(DurableStore):
                         await sub.unsubscribe()
 
     async def _written(self, msg: Any) -> None:
-        for notice in self._watchers.get(msg.subject[self._key_at :], ()):
+        key = msg.subject[self._key_at :]
+        for notice in self._watchers.get(key, ()):
             notice.fire()
+        for pattern, notices in self._patterns.items():
+            if subject_matches(pattern, key):
+                for notice in notices:
+                    notice.fire()
 
     async def aclose(self) -> None:
         for sub in self._families.values():
@@ -250,3 +281,36 @@ def _errors(doing: str) -> Iterator[None]:
         raise ValueError(str(exc) or "invalid key") from None
     except (nats.errors.Error, OSError) as exc:
         raise TransportError(f"JetStream failed {doing}: {exc or type(exc).__name__}") from exc
+
+
+async def provision(transport: NatsTransport, config: StoreConfig, consumers: dict[str, str]) -> list[str]:
+    """Make (or bring to ``config``) the stream and the consumers, and make the bucket if
+    missing: what an admin runs before agents that may not make them start.
+
+    ``consumers`` maps each consumer's name to the subject it takes. Returns one line per
+    thing done, for the operator.
+
+    Raises:
+        TransportError: no JetStream, or this user may not make them.
+    """
+    js = transport.nc.jetstream(timeout=10.0)
+    done: list[str] = []
+    with _errors("provisioning the task store"):
+        stream = config.stream_config()
+        try:
+            await js.stream_info(config.stream)
+            await js.update_stream(stream)
+            done.append(f"stream {config.stream}: updated")
+        except nats.js.errors.NotFoundError:
+            await js.add_stream(stream)
+            done.append(f"stream {config.stream}: created")
+        try:
+            await js.key_value(config.bucket)
+            done.append(f"bucket {config.bucket}: exists (kept as it is)")
+        except nats.js.errors.BucketNotFoundError:
+            await js.create_key_value(config.bucket_config())
+            done.append(f"bucket {config.bucket}: created")
+        for name, subject in sorted(consumers.items()):
+            await js.add_consumer(config.stream, config.consumer_config(name, subject))
+            done.append(f"consumer {config.stream}/{name} on {subject}: ready")
+    return done

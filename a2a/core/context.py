@@ -198,14 +198,17 @@ class Context:
         """Tell the caller how the work goes (a JSON-serialisable value), before the result.
 
         The caller sees it when it asked to (``on_progress`` of :meth:`call` and
-        :meth:`a2a.Runtime.request`; the A2A gateway streams it as a status update).
+        :meth:`a2a.Runtime.request`; the A2A gateway streams it as a status update); a
+        durable task's followers read it from its journal (:meth:`a2a.Task.events`).
         Best effort: it never raises, and an update nobody listens to is dropped. An
         update that is not JSON-serialisable or larger than 16 KiB encoded is dropped
         and logged.
         """
         lease = self._lease
-        if lease is not None and lease.reply:  # else a notification or a task: nobody waits
+        if lease is not None and lease.reply:  # a call: its caller may listen
             await self._instance.send_progress(lease.reply, update)
+        elif self._task is not None:  # a durable task: its journal, for whoever follows it
+            await self._task.progress(update)
 
     # -- calling other agents -----------------------------------------------------------
 

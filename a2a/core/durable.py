@@ -19,12 +19,13 @@ from __future__ import annotations
 import functools
 import logging
 import math
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
-from bus.durable import Taker, TaskClient, TaskOutcome, TaskRecord, TaskStore
+from bus.durable import Taker, TaskClient, TaskEvent, TaskOutcome, TaskRecord, TaskStore
 from bus.errors import A2AError, InvalidParams, Unavailable, error_from_info
 from transports import NatsTransport, Transport, TransportError
 from transports.durable import DurableStore
@@ -43,6 +44,9 @@ log = logging.getLogger("a2a.tasks")
 
 MAX_ATTEMPTS = 5
 """Attempts a task gets by default before it ends FAILED (each one's instance died)."""
+
+KEEP_AFTER = 7 * 86400.0
+"""Seconds a task's records stay in the store after its longest possible deadline."""
 
 
 class Task:
@@ -80,6 +84,15 @@ class Task:
         Returns how the task ended (CANCELLED, or its outcome if it had ended before).
         """
         return await self._client.cancel(self.record)
+
+    def events(self, after: int = 0) -> AsyncIterator[TaskEvent]:
+        """Follow the task: its journal after event ``after`` (each event's ``n`` is the
+        cursor to resume from), as it is written, until a last ``ended`` event::
+
+            async for event in task.events(after=cursor):
+                cursor = event.n
+        """
+        return self._client.events(self.record, after)
 
 
 def _result_of(outcome: TaskOutcome) -> Any:
@@ -200,6 +213,7 @@ async def open_tasks(
             subjects=[subjects.task_queues()],
             bucket=subjects.task_bucket,
             ack_wait=settings.task_ack_wait,
+            keep=max_ttl + KEEP_AFTER,
         )
         jetstream = JetStreamDurable(transport, config)
         try:

@@ -16,7 +16,7 @@ import anyio
 import msgspec
 
 from bus.durable import Attempt, TaskOutcome
-from bus.durable.submit import now_ms
+from bus.durable.wire import now_ms
 from bus.errors import A2AError, AgentError, DeadlineExceeded
 
 from ..stores.audit import callee_record

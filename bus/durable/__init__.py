@@ -14,21 +14,21 @@ from .store import TaskStore as TaskStore
 from .submit import TaskClient as TaskClient
 from .take import RunAttempt as RunAttempt
 from .take import Taker as Taker
-from .wire import AttemptRecord as AttemptRecord
 from .wire import EffectRecord as EffectRecord
 from .wire import QueuedTask as QueuedTask
+from .wire import TaskEvent as TaskEvent
 from .wire import TaskOutcome as TaskOutcome
 from .wire import TaskRecord as TaskRecord
 
 __all__ = [
     "Attempt",
-    "AttemptRecord",
     "EffectRecord",
     "LocalAttempt",
     "QueuedTask",
     "RunAttempt",
     "Taker",
     "TaskClient",
+    "TaskEvent",
     "TaskOutcome",
     "TaskRecord",
     "TaskStore",

@@ -10,27 +10,41 @@ the effect was declared ``idempotent``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from ..errors import EffectInDoubt, InvalidParams
-from . import keys
+import msgspec
+
+from ..errors import A2AError, EffectInDoubt, InvalidParams
+from .journal import Journal
+from .keys import TaskKeys
 from .store import TaskStore
-from .wire import EffectRecord, QueuedTask
+from .wire import EffectRecord, QueuedTask, TaskEvent, now_ms
 
 __all__ = ["Attempt", "LocalAttempt"]
 
 T = TypeVar("T")
 
+log = logging.getLogger("a2a.tasks")
+
+PROGRESS_BYTES = 16 * 1024
+"""A progress update larger than this, encoded, is dropped (as a call's is)."""
+
 
 class Attempt:
     """Attempt ``number`` of the task ``queued`` holds, with its checkpoints and effects in ``store``."""
 
-    def __init__(self, store: TaskStore, queued: QueuedTask, number: int, last_checkpoint: Any) -> None:
+    def __init__(
+        self, store: TaskStore, queued: QueuedTask, number: int, keys: TaskKeys, journal: Journal
+    ) -> None:
         self.store = store
         self.queued = queued
         self.number = number
-        self.last_checkpoint = last_checkpoint
+        self.keys = keys
+        self.journal = journal
+        self.instance = ""
+        self.last_checkpoint: Any = None
         """What the last :meth:`checkpoint` of an earlier attempt (or this one) kept; None at first."""
         self._running: set[str] = set()
 
@@ -44,8 +58,28 @@ class Attempt:
         Raises:
             Unavailable: the store could not keep it.
         """
-        await self.store.put(keys.checkpoint(self.queued.task_id), state)
+        await self.store.put(self.keys.checkpoint, state)
         self.last_checkpoint = state
+
+    async def progress(self, update: Any) -> None:
+        """Add the handler's ``update`` to the task's journal, where followers read it.
+        Best effort, as a call's progress: an update that is not JSON or is over 16 KiB,
+        or that the store cannot keep, is dropped and logged."""
+        try:
+            size = len(msgspec.json.encode(update))
+        except (TypeError, ValueError, OverflowError) as exc:
+            log.warning("task %s: progress update dropped: %s", self.task_id, exc)
+            return
+        if size > PROGRESS_BYTES:
+            log.warning("task %s: progress update of %d bytes dropped", self.task_id, size)
+            return
+        event = TaskEvent(
+            kind="progress", attempt=self.number, at=now_ms(), instance=self.instance, data=update
+        )
+        try:
+            await self.journal.append(event)
+        except A2AError as exc:
+            log.warning("task %s: progress update not kept: %s", self.task_id, exc)
 
     async def effect(self, name: str, fn: Callable[[], Awaitable[T]], *, idempotent: bool = False) -> T:
         """Run the side effect ``name`` at most once for this task and return its result.
@@ -55,7 +89,7 @@ class Attempt:
         """
         if name in self._running:
             raise InvalidParams(f"the side effect {name!r} is already running in this attempt")
-        key = keys.effect(self.queued.task_id, name)
+        key = self.keys.effect(name)
         record = await self.store.get(key, EffectRecord)
         if record is not None:
             if record.done:
@@ -87,6 +121,9 @@ class LocalAttempt:
 
     async def checkpoint(self, state: Any) -> None:
         self.last_checkpoint = state
+
+    async def progress(self, update: Any) -> None:
+        """A plain call's progress goes to its caller (:meth:`a2a.Context.progress`), not here."""
 
     async def effect(self, name: str, fn: Callable[[], Awaitable[T]], *, idempotent: bool = False) -> T:
         return await fn()

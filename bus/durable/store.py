@@ -69,5 +69,5 @@ class TaskStore:
         except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
             return None
 
-    def watch(self, key: str) -> AbstractAsyncContextManager[Notice]:
-        return self.raw.watch(key)
+    def watch(self, key: str, *, family: str | None = None) -> AbstractAsyncContextManager[Notice]:
+        return self.raw.watch(key, family=family)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-import time
+from collections.abc import AsyncIterator
 
 import anyio
 
@@ -20,8 +20,10 @@ from ..errors import (
 from ..subjects import Subjects
 from ..wire import RequestEnvelope
 from . import keys
+from .journal import follow
+from .keys import TaskKeys
 from .store import TaskStore
-from .wire import TASK_ID, QueuedTask, TaskOutcome, TaskRecord
+from .wire import TASK_ID, QueuedTask, TaskEvent, TaskOutcome, TaskRecord, now_ms
 
 __all__ = ["TaskClient"]
 
@@ -31,10 +33,6 @@ _TASK_ID = re.compile(TASK_ID)
 
 RECHECK = 5.0
 """Seconds a waiter goes without a notice before it reads the outcome again anyway."""
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class TaskClient:
@@ -63,7 +61,8 @@ class TaskClient:
             )
         owner = request.user_id
         subject = self.subjects.task_queue(agent)  # ValueError for a name that is no subject token
-        idempotency = keys.idempotency(owner, key) if key is not None else None
+        sender = self.subjects.sender
+        idempotency = keys.idempotency(sender, owner, key) if key is not None else None
         if idempotency is not None and not await store.create(idempotency, task_id):
             existing = await store.get(idempotency, str)
             found = await self._record_of(existing) if existing else None
@@ -79,12 +78,12 @@ class TaskClient:
             submitted_at=meta.timestamp,
             deadline=meta.deadline or meta.timestamp + (meta.ttl_ms or 0),
             owner=owner,
-            sender=self.subjects.sender,
+            sender=sender,
             key=key,
             max_attempts=max_attempts,
         )
         try:
-            if not await store.create(keys.record(task_id), record):
+            if not await store.create(keys.record(sender, task_id), record):
                 raise InvalidParams("a task with this id exists already", details={"field": "taskId"})
             queued = QueuedTask(task_id=task_id, request=request, max_attempts=max_attempts)
             ttl = max(1.0, (record.deadline - now_ms()) / 1000)
@@ -106,7 +105,7 @@ class TaskClient:
     async def _record_of(self, task_id: str) -> TaskRecord | None:
         """The record of a task just submitted by another process (it may be a moment behind)."""
         for _ in range(20):
-            record = await self.store.get(keys.record(task_id), TaskRecord)
+            record = await self.store.get(keys.record(self.subjects.sender, task_id), TaskRecord)
             if record is not None:
                 return record
             await anyio.sleep(0.05)
@@ -118,7 +117,9 @@ class TaskClient:
         Raises:
             PermissionDenied: no such task, or it belongs to another user (the two look alike).
         """
-        record = await self.store.get(keys.record(task_id), TaskRecord) if _TASK_ID.match(task_id) else None
+        record = None
+        if _TASK_ID.match(task_id):
+            record = await self.store.get(keys.record(self.subjects.sender, task_id), TaskRecord)
         if record is None or record.owner != user_id:
             raise PermissionDenied("no such task for this user", details={"taskId": task_id[:64]})
         return record
@@ -126,8 +127,8 @@ class TaskClient:
     async def outcome(self, record: TaskRecord) -> TaskOutcome:
         """Wait for the task's outcome; at its deadline, end it DEADLINE_EXCEEDED (unless it ended)."""
         store = self.store
-        key = keys.outcome(record.task_id)
-        async with store.watch(key) as notice:
+        key = TaskKeys.of(record).outcome
+        async with store.watch(key, family=keys.outcomes_of(record.sender)) as notice:
             found = await store.get(key, TaskOutcome)
             while found is None:
                 left = (record.deadline - now_ms()) / 1000
@@ -160,20 +161,29 @@ class TaskClient:
 
     async def peek(self, record: TaskRecord) -> TaskOutcome | None:
         """The outcome if the task has ended, else None."""
-        return await self.store.get(keys.outcome(record.task_id), TaskOutcome)
+        return await self.store.get(TaskKeys.of(record).outcome, TaskOutcome)
 
     async def cancel(self, record: TaskRecord, reason: str = "cancelled by its caller") -> TaskOutcome:
         """Mark the task cancelled: no attempt starts after this, a running one is stopped.
 
         Returns the task's outcome: CANCELLED, or how it ended before the cancel.
         """
-        store = self.store
-        await store.put(keys.cancel(record.task_id), reason)
+        store, at = self.store, TaskKeys.of(record)
+        await store.put(at.cancel, reason)
         error = Cancelled(reason, details={"taskId": record.task_id})
         await store.create(
-            keys.outcome(record.task_id),
-            TaskOutcome(state="cancelled", error=error.to_info(), finished_at=now_ms()),
+            at.outcome, TaskOutcome(state="cancelled", error=error.to_info(), finished_at=now_ms())
         )
-        found = await store.get(keys.outcome(record.task_id), TaskOutcome)
+        found = await store.get(at.outcome, TaskOutcome)
         assert found is not None
         return found
+
+    async def events(self, record: TaskRecord, after: int = 0) -> AsyncIterator[TaskEvent]:
+        """The task's journal after event number ``after``, as it is written, ending with an
+        ``ended`` event once the task has an outcome (at its deadline at the latest)."""
+
+        async def at_deadline() -> TaskOutcome | None:
+            return await self.outcome(record) if record.deadline <= now_ms() else None
+
+        async for event in follow(self.store, TaskKeys.of(record), after, at_deadline):
+            yield event

@@ -3,13 +3,15 @@
 Per delivery (:meth:`Taker._attempt`):
 
     undecodable              dropped for good (counted, logged)
+    not its sender's task    dropped for good (counted, logged)
     outcome stored already   acknowledged (a redelivery of a task that ended)
     cancelled                acknowledged (the canceller stored the outcome)
     past its deadline        DEADLINE_EXCEEDED stored, acknowledged; the handler never runs
     attempt > max_attempts   FAILED stored with every attempt's story, dropped
-    else                     the attempt is recorded, then run with the delivery kept alive
-                             (``working`` every ack_wait / 3) and the cancel key watched;
-                             its outcome is created (the first writer wins), then acknowledged
+    else                     the attempt's start is journaled, then it runs with the delivery
+                             kept alive (``working`` every ack_wait / 3) and the cancel key
+                             watched; its outcome is created (the first writer wins), then
+                             acknowledged
 
 A crash leaves the delivery unacknowledged: after the ack wait the queue delivers it again,
 ``attempt`` one higher, to any instance of the agent. At shutdown, :meth:`Taker.stop` stops
@@ -30,12 +32,12 @@ from transports.durable import Delivery
 
 from ..errors import A2AError, AgentLost, DeadlineExceeded
 from ..rejects import Rejects
-from ..subjects import Subjects
-from . import keys
+from ..subjects import Subjects, is_name
 from .attempt import Attempt
+from .journal import Journal, first_free, read_all
+from .keys import TaskKeys, cancels_for
 from .store import TaskStore
-from .submit import now_ms
-from .wire import AttemptRecord, QueuedTask, TaskOutcome, TaskRecord
+from .wire import QueuedTask, TaskEvent, TaskOutcome, now_ms
 
 __all__ = ["RunAttempt", "Taker"]
 
@@ -104,13 +106,18 @@ class Taker:
         self._all.cancel()
 
     async def _attempt(self, delivery: Delivery, run_attempt: RunAttempt) -> None:
+        held: list[Attempt] = []  # the attempt, once it starts
         try:
-            await self._settle(delivery, run_attempt)
+            found = await self._admit(delivery)
+            if found is not None:
+                queued, sender = found
+                await self._settle(delivery, queued, sender, run_attempt, held)
         except anyio.get_cancelled_exc_class():
             if self._hand_back:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(2), suppress(Exception):
                     await delivery.nak()  # the instance stops: another takes it at once
-                    await self._handed_back(delivery)
+                    if held:
+                        await self._handed_back(held[0])
             raise
         except Exception as exc:  # the store failed: the delivery comes back after the ack wait
             log.warning("%s: task attempt not settled: %s", self.instance, exc)
@@ -118,98 +125,123 @@ class Taker:
             self.running -= 1
             self._freed.set()
 
-    async def _settle(self, delivery: Delivery, run_attempt: RunAttempt) -> None:
-        store = self.store
+    async def _admit(self, delivery: Delivery) -> tuple[QueuedTask, str] | None:
+        """The queued task and its sender, or None when the delivery is settled already."""
         try:
             queued = _queued.decode(delivery.data)
         except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError) as exc:
             self.rejects("undecodable", str(exc)[:200])
             await delivery.term()
-            return
-        task_id = queued.task_id
+            return None
+        sender = delivery.subject[delivery.subject.rfind(".") + 1 :]
+        # The sender token is the publisher's own name (nats-server permissions see to it),
+        # and every key of the task carries it: a message naming another sender's task id
+        # reaches only keys of its own sender.
+        if queued.request.metadata.correlation_id != queued.task_id or not is_name(sender):
+            self.rejects("not a task of its sender", f"{queued.task_id} from {sender[:64]}")
+            await delivery.term()
+            return None
+        return queued, sender
+
+    async def _settle(
+        self,
+        delivery: Delivery,
+        queued: QueuedTask,
+        sender: str,
+        run_attempt: RunAttempt,
+        held: list[Attempt],
+    ) -> None:
+        store = self.store
+        keys = TaskKeys(self.agent, sender, queued.task_id)
         meta = queued.request.metadata
         if meta.deadline is not None and meta.deadline <= now_ms():
             late = DeadlineExceeded(f"the task's deadline passed before {self.agent} could start it")
-            await self._finish(delivery, queued, TaskOutcome(state="failed", error=late.to_info()))
+            await self._finish(delivery, keys, TaskOutcome(state="failed", error=late.to_info()))
             return
         if delivery.attempt > queued.max_attempts:
-            await self._give_up(delivery, queued)
+            await self._give_up(delivery, queued, keys)
             return
-        # One round trip: the attempt is recorded while its task's outcome and checkpoint are read.
-        started = AttemptRecord(attempt=delivery.attempt, instance=self.instance, started_at=now_ms())
-        found: list[Any] = [None, None, None]
+        # One round trip: the attempt's start is journaled while the outcome and checkpoint are read.
+        number = delivery.attempt
+        attempt = Attempt(store, queued, number, keys, Journal(store, keys, 1))
+        attempt.instance = self.instance
+        held.append(attempt)
+        started = TaskEvent(kind="attempt", attempt=number, at=now_ms(), instance=self.instance)
+        found: list[Any] = [None]
+
+        async def journal_start() -> None:
+            if number > 1:  # earlier attempts wrote there: start after them
+                attempt.journal.next = await first_free(store, keys)
+            await attempt.journal.append(started)
 
         async def read(index: int, key: str, kind: type[Any]) -> None:
             found[index] = await store.get(key, kind)
 
+        async def read_checkpoint() -> None:
+            attempt.last_checkpoint = await store.get(keys.checkpoint, object)
+
         async with anyio.create_task_group() as tg:
-            tg.start_soon(store.put, keys.attempt(task_id, delivery.attempt), started)
-            tg.start_soon(read, 0, keys.outcome(task_id), TaskOutcome)
-            tg.start_soon(read, 2, keys.record(task_id), TaskRecord)
-            if delivery.attempt > 1:  # a first attempt has nothing to resume from
-                tg.start_soon(read, 1, keys.checkpoint(task_id), object)
-        sender = delivery.subject[delivery.subject.rfind(".") + 1 :]
-        if not _describes(found[2], queued, self.agent, sender):
-            self.rejects("not the task its record describes", f"{task_id} from {sender}")
-            await delivery.term()
-            return
+            tg.start_soon(journal_start)
+            tg.start_soon(read, 0, keys.outcome, TaskOutcome)
+            if number > 1:  # a first attempt has nothing to resume from
+                tg.start_soon(read_checkpoint)
         if found[0] is not None:
             await delivery.ack()  # it ended (or was cancelled) already
             return
-        attempt = Attempt(store, queued, delivery.attempt, found[1])
         outcome: TaskOutcome | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._keep_alive, delivery)
-            tg.start_soon(self._watch_cancel, task_id, tg.cancel_scope)
+            tg.start_soon(self._watch_cancel, keys, tg.cancel_scope)
             outcome = await run_attempt(attempt, sender)
             tg.cancel_scope.cancel()
         if outcome is None:  # cancelled through its cancel key: the canceller stored the outcome
             await delivery.ack()
             return
-        outcome.attempt, outcome.instance = delivery.attempt, self.instance
-        await self._finish(delivery, queued, outcome)
+        outcome.attempt, outcome.instance = number, self.instance
+        await self._finish(delivery, keys, outcome)
 
-    async def _handed_back(self, delivery: Delivery) -> None:
-        """Record why an attempt ended without an outcome (its task's story, should all fail)."""
-        try:
-            task_id = _queued.decode(delivery.data).task_id
-        except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
-            return
-        now = now_ms()
+    async def _handed_back(self, attempt: Attempt) -> None:
+        """Journal why an attempt ended without an outcome (its task's story, should all fail)."""
         reason = "handed back: its instance stopped"
-        ended = AttemptRecord(
-            attempt=delivery.attempt, instance=self.instance, started_at=now, ended_at=now, reason=reason
+        event = TaskEvent(
+            kind="handed-back", attempt=attempt.number, at=now_ms(), instance=self.instance, message=reason
         )
         try:
-            await self.store.put(keys.attempt(task_id, delivery.attempt), ended)
+            await attempt.journal.append(event)
         except Exception as exc:  # the store is away: the story lacks this line
-            log.debug("%s: attempt record not written: %s", self.instance, exc)
+            log.debug("%s: hand-back not journaled: %s", self.instance, exc)
 
-    async def _finish(self, delivery: Delivery, queued: QueuedTask, outcome: TaskOutcome) -> None:
+    async def _finish(self, delivery: Delivery, keys: TaskKeys, outcome: TaskOutcome) -> None:
         """Store the outcome (unless one was stored first), then acknowledge."""
         if not outcome.finished_at:
             outcome.finished_at = now_ms()
-        await self.store.create(keys.outcome(queued.task_id), outcome)
+        await self.store.create(keys.outcome, outcome)
         await delivery.ack()
 
-    async def _give_up(self, delivery: Delivery, queued: QueuedTask) -> None:
+    async def _give_up(self, delivery: Delivery, queued: QueuedTask, keys: TaskKeys) -> None:
         """Every attempt died: the task ends FAILED, with what each attempt left behind."""
+        started: dict[int, str] = {}
+        ended: dict[int, str] = {}
+        for event in await read_all(self.store, keys):
+            if event.kind == "attempt":
+                started.setdefault(event.attempt, event.instance or "?")
+            elif event.kind == "handed-back":
+                ended[event.attempt] = event.message or "handed back"
         reasons = []
         for n in range(1, queued.max_attempts + 1):
-            record = await self.store.get(keys.attempt(queued.task_id, n), AttemptRecord)
-            if record is None:
+            if n not in started:
                 reasons.append(f"attempt {n}: no record")
-            elif record.ended_at is None:
-                reasons.append(f"attempt {n} on {record.instance}: no end recorded (its process died?)")
+            elif n not in ended:
+                reasons.append(f"attempt {n} on {started[n]}: no end recorded (its process died?)")
             else:
-                reasons.append(f"attempt {n} on {record.instance}: {record.reason or 'ended'}")
+                reasons.append(f"attempt {n} on {started[n]}: {ended[n]}")
         lost = AgentLost(
             f"every one of {queued.max_attempts} attempts of the task died",
             agent=self.agent,
             details={"attempts": reasons},
         )
         failed = TaskOutcome(state="failed", error=lost.to_info(), finished_at=now_ms())
-        await self.store.create(keys.outcome(queued.task_id), failed)
+        await self.store.create(keys.outcome, failed)
         await delivery.term()
 
     async def _keep_alive(self, delivery: Delivery) -> None:
@@ -220,24 +252,8 @@ class Taker:
             except Exception as exc:  # the store is away: the attempt goes on, it may be redelivered
                 log.debug("%s: keeping a task alive failed: %s", self.instance, exc)
 
-    async def _watch_cancel(self, task_id: str, scope: anyio.CancelScope) -> None:
-        key = keys.cancel(task_id)
-        async with self.store.watch(key) as notice:
-            while await self.store.raw.get(key) is None:  # whatever it holds, it is there
+    async def _watch_cancel(self, keys: TaskKeys, scope: anyio.CancelScope) -> None:
+        async with self.store.watch(keys.cancel, family=cancels_for(self.agent)) as notice:
+            while await self.store.raw.get(keys.cancel) is None:  # whatever it holds, it is there
                 await notice.wait()
         scope.cancel()
-
-
-def _describes(record: TaskRecord | None, queued: QueuedTask, agent: str, sender: str) -> bool:
-    """The queued message is the task its record was written for: the same id, agent,
-    sender, user and attempts. Anyone else who can publish on the queue could otherwise
-    run a request of their own under another user's task id."""
-    request = queued.request
-    return (
-        record is not None
-        and record.agent == agent
-        and record.sender == sender
-        and record.owner == request.user_id
-        and record.max_attempts == queued.max_attempts
-        and request.metadata.correlation_id == queued.task_id
-    )

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any, Literal
 
 from msgspec import Meta
 
 from ..wire import ErrorInfo, RequestEnvelope, TokenUsage, Wire
 
-__all__ = ["TASK_ID", "AttemptRecord", "EffectRecord", "QueuedTask", "TaskOutcome", "TaskRecord"]
+__all__ = ["TASK_ID", "EffectRecord", "QueuedTask", "TaskEvent", "TaskOutcome", "TaskRecord", "now_ms"]
 
 TASK_ID = r"^[A-Za-z0-9_-]{1,64}$"
 TaskId = Annotated[str, Meta(pattern=TASK_ID)]
 """A task id: one token of a KV key (the runtime's are 32 hex characters)."""
 Attempts = Annotated[int, Meta(ge=1, le=100)]
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch: the times a task's records keep."""
+    return int(time.time() * 1000)
 
 
 class QueuedTask(Wire):
@@ -44,15 +50,23 @@ class TaskRecord(Wire):
     max_attempts: Attempts = 5
 
 
-class AttemptRecord(Wire):
-    """One attempt: written when it starts, again when it ends (a crash leaves no end)."""
+class TaskEvent(Wire):
+    """One entry of a task's journal: an attempt starting or ending, or its handler's progress."""
 
-    attempt: int
-    instance: str
-    started_at: int
-    ended_at: int | None = None
-    reason: str | None = None
-    """How it ended when it did not produce the outcome (given back at shutdown, say)."""
+    kind: Literal["attempt", "progress", "handed-back", "ended"]
+    """``attempt``: attempt ``attempt`` started on ``instance``; ``progress``: the handler's
+    update (``data``); ``handed-back``: the attempt stopped without an outcome (``message``
+    says why); ``ended``: the task's outcome (never stored: a follower's last event)."""
+    attempt: int = 0
+    at: int = 0
+    """Milliseconds since the epoch."""
+    instance: str | None = None
+    message: str | None = None
+    data: Any = None
+    n: int = 0
+    """Its place in the journal (1, 2, ...): the cursor to follow the task after it."""
+    state: str | None = None
+    """The task's state once it ended (``ended`` only)."""
 
 
 class EffectRecord(Wire):

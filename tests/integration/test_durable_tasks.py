@@ -114,12 +114,18 @@ async def test_the_instance_running_a_task_is_killed_and_another_finishes_it(
             with anyio.fail_after(ACK_WAIT + 15):
                 result = await task.result()
             outcome = await task.outcome()
-            stored = await rt.tasks.store.get(keys.outcome(task.id), dict)  # type: ignore[union-attr]
+            stored = await rt.tasks.store.get(keys.TaskKeys.of(task.record).outcome, dict)  # type: ignore[union-attr]
+            with anyio.fail_after(5):
+                journal = [event async for event in task.events()]
     survivor = second.pid if victim is first else first.pid
     assert result == {"attempt": 2, "pid": survivor, "receipt": "receipt"}
     assert outcome.attempt == 2 and stored is not None
     assert [entry["attempt"] for entry in lines(log)] == [1, 2]
     assert lines(charges) == [{"attempt": 1}]  # the effect of attempt 1 was not run again
+    started = [(e.attempt, e.instance) for e in journal if e.kind == "attempt"]
+    assert [n for n, _ in started] == [1, 2] and started[0][1] != started[1][1]
+    assert journal[-1].kind == "ended" and journal[-1].state == "completed"
+    assert [e.n for e in journal] == list(range(1, len(journal) + 1))
 
 
 SUBMIT = """

@@ -13,6 +13,7 @@ from a2a import A2AError, Agent, CallOptions, Context
 from a2a.errors import InvalidParams, PayloadTooLarge, PermissionDenied
 from a2a.testing import TestBroker
 from bus.durable import QueuedTask
+from bus.durable.keys import TaskKeys
 from bus.wire import PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope
 
 pytestmark = pytest.mark.anyio
@@ -49,15 +50,25 @@ def forged(task_id: str, text: str, user: str | None = None) -> bytes:
     return msgspec.json.encode(QueuedTask(task_id=task_id, request=request))
 
 
-async def test_a_forged_queue_message_for_another_users_task_is_refused() -> None:
+async def test_a_queue_message_reusing_another_senders_task_id_never_touches_that_task() -> None:
     runs.clear()
     async with TestBroker() as broker, broker.runtime(agent) as rt:
         task = await rt.tasks.submit("w", "echo", {"text": "alice", "sleep": 0.3}, user_id="alice")
         queue = rt.bus.subjects.receiving().task_queue("w").replace("*", "evil")
         assert await broker.durable.enqueue(queue, "other-msg-id", forged(task.id, "EVIL", "mallory"))
+        mismatched = forged("other-id", "MISMATCHED")
+        mismatched = mismatched.replace(b'"correlationId":"other-id"', b'"correlationId":"x"')
+        assert await broker.durable.enqueue(queue, "third-msg-id", mismatched)
         assert await task.result() == {"echo": "alice"}
+        with anyio.fail_after(3):
+            while "EVIL" not in runs:
+                await anyio.sleep(0.02)
         await anyio.sleep(0.1)
-    assert runs == ["alice"]  # the forged request never ran
+        # evil's message ran as evil's own task: its outcome lies under evil's keys only.
+        evils = TaskKeys("w", "evil", task.id)
+        assert b"EVIL" in (await broker.durable.get(evils.outcome) or b"")
+        assert b"alice" in (await broker.durable.get(TaskKeys.of(task.record).outcome) or b"")
+    assert sorted(runs) == ["EVIL", "alice"]  # the message whose ids disagree never ran
 
 
 async def test_a_task_id_in_use_cannot_be_submitted_again_by_anyone() -> None:
@@ -149,8 +160,8 @@ async def test_anything_under_a_tasks_cancel_key_cancels_it() -> None:
         with anyio.fail_after(2):
             while "long" not in runs:
                 await anyio.sleep(0.01)
-        await broker.durable.put(f"cancel.{task.id}", b"\xff not json")
-        await broker.durable.put(f"outcome.{task.id}", b'{"state":"cancelled"}')
+        await broker.durable.put(TaskKeys.of(task.record).cancel, b"\xff not json")
+        await broker.durable.put(TaskKeys.of(task.record).outcome, b'{"state":"cancelled"}')
         with anyio.fail_after(2):
             while broker.durable.queued:  # the running attempt stopped and was acknowledged
                 await anyio.sleep(0.01)

@@ -11,6 +11,7 @@ import pytest
 from a2a import A2AError, Agent, Context
 from a2a.errors import Cancelled, DeadlineExceeded, EffectInDoubt, PermissionDenied, Unavailable
 from a2a.testing import TestBroker
+from bus.durable.keys import TaskKeys
 
 pytestmark = pytest.mark.anyio
 
@@ -52,6 +53,13 @@ def worker(log: list[Any]) -> Agent:
             return "sent"
 
         return await ctx.task.effect("send-mail", send)
+
+    @agent.action("report")
+    async def report(ctx: Context, params: dict[str, Any]) -> Any:
+        for step in range(1, 4):
+            await ctx.progress({"step": step})
+        await ctx.progress({"unserialisable": object()})  # dropped and logged, never fatal
+        return {"steps": 3}
 
     @agent.action("wait")
     async def wait(ctx: Context, params: dict[str, Any]) -> Any:
@@ -222,7 +230,7 @@ async def test_a_crash_leaves_the_task_to_be_redelivered_after_the_ack_wait() ->
 async def test_garbage_where_an_outcome_belongs_ends_the_wait_at_the_deadline() -> None:
     async with TestBroker() as broker, broker.runtime() as client:
         task = await client.tasks.submit("nobody", "echo", timeout=0.3)
-        await broker.durable.put(f"outcome.{task.id}", b"\xff not json")
+        await broker.durable.put(TaskKeys.of(task.record).outcome, b"\xff not json")
         with anyio.fail_after(3), pytest.raises(A2AError) as raised:
             await task.result()
     assert raised.value.code == "INVALID_ENVELOPE"
@@ -235,3 +243,44 @@ async def test_a_task_id_that_is_not_one_key_token_is_refused() -> None:
     async with TestBroker() as broker, broker.runtime() as client:
         with pytest.raises(InvalidParams):
             await client.tasks.submit("worker", "echo", options=CallOptions(correlation_id="a.b>"))
+
+
+async def test_a_tasks_journal_is_followed_from_any_cursor() -> None:
+    async with TestBroker() as broker, broker.runtime(worker([])) as rt:
+        task = await rt.tasks.submit("worker", "report")
+        with anyio.fail_after(3):
+            events = [event async for event in task.events()]
+            later = [event async for event in (await rt.tasks.get(task.id)).events(after=2)]
+    kinds = [(e.n, e.kind, e.data) for e in events]
+    assert kinds == [
+        (1, "attempt", None),
+        (2, "progress", {"step": 1}),
+        (3, "progress", {"step": 2}),
+        (4, "progress", {"step": 3}),
+        (5, "ended", {"steps": 3}),
+    ]
+    assert events[0].instance and events[-1].state == "completed"
+    assert [(e.n, e.kind) for e in later] == [(3, "progress"), (4, "progress"), (5, "ended")]
+
+
+async def test_a_follower_sees_events_as_written_and_a_later_attempt_continues_the_journal() -> None:
+    log: list[Any] = []
+    async with TestBroker(ack_wait=0.3) as broker, broker.runtime() as client:
+        task = await client.tasks.submit("worker", "steps")
+        seen: list[Any] = []
+
+        async def follow() -> None:
+            async for event in task.events():
+                seen.append((event.n, event.kind, event.attempt))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow)
+            async with broker.runtime(worker(log)) as first:
+                with anyio.fail_after(3):
+                    while ("step", 1, 1, "receipt-1") not in log:
+                        await anyio.sleep(0.01)
+                await first.tasks.stop(0, hand_back=False)  # a crash: no hand-back event
+            async with broker.runtime(worker(log)):
+                with anyio.fail_after(5):
+                    assert await task.result() == {"steps": 3}
+    assert seen == [(1, "attempt", 1), (2, "attempt", 2), (3, "ended", 2)]
