@@ -44,6 +44,8 @@ class Delivery(abc.ABC):
     data: bytes
     attempt: int
     """1 for the first delivery, one more for each redelivery."""
+    ack_wait: float
+    """Seconds it may go without :meth:`working` before it is delivered again."""
 
     @abc.abstractmethod
     async def ack(self) -> None:
@@ -89,6 +91,10 @@ class DurableStore(abc.ABC):
         """The value of ``key``, or None when it does not exist."""
 
     @abc.abstractmethod
+    async def keys(self, pattern: str) -> list[str]:
+        """The keys that match ``pattern`` (``*`` for one token, ``>`` for the rest) and hold a value."""
+
+    @abc.abstractmethod
     def watch(self, key: str, *, family: str | None = None) -> AbstractAsyncContextManager[Notice]:
         """A :class:`Notice` fired each time ``key`` is written, while the context lasts.
 
@@ -132,6 +138,7 @@ class _MemoryDelivery(Delivery):
     subject: str = ""
     data: bytes = b""
     attempt: int = 0
+    ack_wait: float = 0.0
     settled: bool = field(default=False)
 
     async def ack(self) -> None:
@@ -229,7 +236,7 @@ class MemoryDurable(DurableStore):
             item.taken = True
             item.attempt += 1
             item.ready_at = now + self.ack_wait  # delivered again after that unless settled
-            found.append(_MemoryDelivery(self, item, item.subject, item.data, item.attempt))
+            found.append(_MemoryDelivery(self, item, item.subject, item.data, item.attempt, self.ack_wait))
         return found
 
     def _next_ready(self, subject: str) -> float:
@@ -270,6 +277,9 @@ class MemoryDurable(DurableStore):
 
     async def get(self, key: str) -> bytes | None:
         return self._kv.get(key)
+
+    async def keys(self, pattern: str) -> list[str]:
+        return [key for key in self._kv if subject_matches(pattern, key)]
 
     @asynccontextmanager
     async def watch(self, key: str, *, family: str | None = None) -> AsyncIterator[Notice]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import nats.errors
@@ -59,9 +59,14 @@ class StoreConfig:
     """Seconds a delivery may go without :meth:`Delivery.working` before it is delivered again."""
     duplicate_window: float = 120.0
     replicas: int = 1
-    storage: StorageType = field(default=StorageType.FILE)
+    memory: bool = False
+    """Keep the stream and bucket in memory (lost when the server stops) instead of in files."""
     keep: float = 14 * 86400.0
     """Seconds the bucket keeps a key after its last write (records, outcomes, journals)."""
+
+    @property
+    def storage(self) -> StorageType:
+        return StorageType.MEMORY if self.memory else StorageType.FILE
 
     def stream_config(self) -> StreamConfig:
         return StreamConfig(
@@ -97,13 +102,14 @@ class StoreConfig:
 
 
 class _JetStreamDelivery(Delivery):
-    __slots__ = ("_msg", "attempt", "data", "subject")
+    __slots__ = ("_msg", "ack_wait", "attempt", "data", "subject")
 
-    def __init__(self, msg: Msg) -> None:
+    def __init__(self, msg: Msg, ack_wait: float) -> None:
         self._msg = msg
         self.subject = msg.subject
         self.data = msg.data
         self.attempt = msg.metadata.num_delivered
+        self.ack_wait = ack_wait
 
     async def ack(self) -> None:
         with _errors("ack"):
@@ -132,7 +138,7 @@ class JetStreamDurable(DurableStore):
         """The stream keeps per-message TTLs (the server is 2.11 or later)."""
         self._js: JetStreamContext = transport.nc.jetstream(timeout=5.0)
         self._kv: KeyValue | None = None
-        self._pulls: dict[tuple[str, str], JetStreamContext.PullSubscription] = {}
+        self._pulls: dict[tuple[str, str], tuple[JetStreamContext.PullSubscription, float]] = {}
         self._families: dict[str, Subscription] = {}
         self._watchers: dict[str, list[Notice]] = {}
         self._patterns: dict[str, list[Notice]] = {}
@@ -178,20 +184,25 @@ class JetStreamDurable(DurableStore):
 
     async def take(self, consumer: str, subject: str, *, max_items: int, timeout: float) -> list[Delivery]:
         with _errors("taking tasks"):
-            pull = self._pulls.get((consumer, subject))
-            if pull is None:
+            found = self._pulls.get((consumer, subject))
+            if found is None:
                 try:
-                    await self._js.consumer_info(self.config.stream, consumer)
+                    info = await self._js.consumer_info(self.config.stream, consumer)
                 except nats.js.errors.NotFoundError:
                     config = self.config.consumer_config(consumer, subject)
-                    await self._js.add_consumer(self.config.stream, config)
+                    info = await self._js.add_consumer(self.config.stream, config)
                 pull = await self._js.pull_subscribe_bind(consumer, self.config.stream)
-                self._pulls[(consumer, subject)] = pull
+                # The consumer's own ack wait (an operator may have made it with another).
+                found = self._pulls[(consumer, subject)] = (
+                    pull,
+                    info.config.ack_wait or self.config.ack_wait,
+                )
+            pull, ack_wait = found
             try:
                 messages = await pull.fetch(max_items, timeout=max(0.05, timeout))
             except TimeoutError:  # nats-py raises asyncio.TimeoutError for a batch, its own for one
                 return []
-        return [_JetStreamDelivery(msg) for msg in messages]
+        return [_JetStreamDelivery(msg, ack_wait) for msg in messages]
 
     # -- bucket --------------------------------------------------------------------------
 
@@ -223,6 +234,13 @@ class JetStreamDurable(DurableStore):
             except (nats.js.errors.KeyNotFoundError, nats.js.errors.KeyDeletedError):
                 return None
         return entry.value
+
+    async def keys(self, pattern: str) -> list[str]:
+        """From the bucket stream's subjects (a deleted key keeps its subject: its get is None)."""
+        prefix = f"$KV.{self.config.bucket}."
+        with _errors("listing tasks"):
+            info = await self._js.stream_info(f"KV_{self.config.bucket}", subjects_filter=prefix + pattern)
+        return [subject[len(prefix) :] for subject in (info.state.subjects or {})]
 
     @asynccontextmanager
     async def watch(self, key: str, *, family: str | None = None) -> AsyncIterator[Notice]:
@@ -266,7 +284,7 @@ class JetStreamDurable(DurableStore):
             with suppress(TransportError):
                 await sub.unsubscribe()
         self._families.clear()
-        for pull in self._pulls.values():
+        for pull, _ in self._pulls.values():
             with suppress(nats.errors.Error):
                 await pull.unsubscribe()
         self._pulls.clear()

@@ -16,11 +16,19 @@ an audit reader for operators, and an admin. What the server then enforces:
 * an agent receives only its own requests, cancels and replies, and publishes audit
   records only on its own audit subject; the audit stream is out of agents' reach
   (only the audit reader and the admin manage it, clients and the audit reader read it);
-* nobody but the admin creates JetStream consumers: a consumer delivers the stream onto
-  whatever subject its creator names, from the server itself, and nats-server cannot
-  check that subject against the creator's rights. Readers fetch the stream's messages
-  by sequence (``$JS.API.STREAM.MSG.GET``), whose answers wrap a message in the API's
-  JSON wherever the request sends them, never as a message of its own.
+* nobody but the admin creates JetStream streams or consumers: a consumer delivers the
+  stream onto whatever subject its creator names, from the server itself, and nats-server
+  cannot check that subject against the creator's rights. Readers fetch the stream's
+  messages by sequence (``$JS.API.STREAM.MSG.GET``), whose answers wrap a message in the
+  API's JSON wherever the request sends them, never as a message of its own;
+* durable tasks (``a2a task setup`` makes their stream, bucket and one pull consumer per
+  agent as the admin): a runtime queues tasks only in its own name and only for the
+  agents it may invoke, writes and reads its own tasks' records and idempotency keys,
+  reads their outcomes and journals, and may cancel them; an agent takes work only
+  through its own consumer, acknowledges only its own deliveries, and reads and writes
+  outcomes, journals, checkpoints and effects only of tasks queued for it (the keys name
+  the agent and the sender: ``bus.durable.keys``). Keys are read by direct get, whose
+  subject names the key, so a user reads no key outside its part.
 
 The roster's capabilities are pinned here as by ``a2a redis-config``: ``--agents
 module:attr`` names the agents' code, whose declared capabilities fill in the roster
@@ -35,6 +43,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from bus.durable import keys
 from bus.protocol import MAX_RESPONSES
 from bus.subjects import Subjects, inbox_prefix, jetstream_api
 
@@ -78,6 +87,63 @@ def _caller(subjects: Subjects, targets: Iterable[str]) -> list[str]:
     return allow
 
 
+def _kv(subjects: Subjects, key: str) -> str:
+    """Writing (publishing to) a key of the namespace's task bucket."""
+    return f"$KV.{subjects.task_bucket}.{key}"
+
+
+def _kv_read(subjects: Subjects, key: str) -> str:
+    """Reading a key of the task bucket by direct get (the subject names the key)."""
+    bucket = subjects.task_bucket
+    return jetstream_api(f"DIRECT.GET.KV_{bucket}", f"$KV.{bucket}.{key}")
+
+
+def _task_submitter(subjects: Subjects, targets: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Publish and subscribe rights of a runtime submitting durable tasks to ``targets``."""
+    me = subjects.sender
+    publish = [
+        jetstream_api("STREAM.INFO", subjects.task_stream),
+        jetstream_api("STREAM.INFO", f"KV_{subjects.task_bucket}"),
+        _kv(subjects, keys.records_of(me)),
+        _kv(subjects, f"key.{me}.>"),
+        _kv_read(subjects, keys.records_of(me)),
+        _kv_read(subjects, f"key.{me}.>"),
+        _kv_read(subjects, keys.outcomes_of(me)),
+        _kv_read(subjects, keys.events_of(me)),
+    ]
+    for target in targets:
+        publish += [
+            subjects.task_queue(target)
+            if target != "*"
+            else subjects.task_queues().rsplit(".", 1)[0] + f".{me}",
+            _kv(subjects, f"outcome.{target}.{me}.*"),  # a deadline or cancel ends its task
+            _kv(subjects, f"cancel.{target}.{me}.*"),
+        ]
+    subscribe = [_kv(subjects, keys.outcomes_of(me)), _kv(subjects, keys.events_of(me))]
+    return publish, subscribe
+
+
+def _task_taker(subjects: Subjects, agent: str) -> tuple[list[str], list[str]]:
+    """Publish and subscribe rights of an agent taking its durable tasks."""
+    stream = subjects.task_stream
+    mine = [
+        f"outcome.{agent}.*.*",
+        f"event.{agent}.*.*.*",
+        f"checkpoint.{agent}.*.*",
+        f"effect.{agent}.*.*.*",
+    ]
+    publish = [
+        jetstream_api("STREAM.INFO", stream),
+        jetstream_api("STREAM.INFO", f"KV_{subjects.task_bucket}"),
+        jetstream_api("CONSUMER.INFO", f"{stream}.{agent}"),
+        jetstream_api("CONSUMER.MSG.NEXT", f"{stream}.{agent}"),
+        f"$JS.ACK.{stream}.{agent}.>",
+        *(_kv(subjects, key) for key in mine),
+        *(_kv_read(subjects, key) for key in [*mine, keys.cancels_for(agent)]),
+    ]
+    return publish, [_kv(subjects, keys.cancels_for(agent))]
+
+
 def _own(subjects: Subjects) -> list[str]:
     """What a user receives in any role: replies to its calls, its own request inboxes."""
     return [subjects.replies(), f"{inbox_prefix(subjects.sender)}.>"]
@@ -107,9 +173,11 @@ def agent_permissions(roster: Roster, agent: str, namespace: str, *, max_ttl: fl
         f"{anyone.notifications()} {agent}",  # only in its own queue group
     ]
     deny = [me.agent(agent), me.instances(agent), me.cancel(agent), me.notifications()]
+    submit, follow = _task_submitter(me, targets)
+    take, cancels = _task_taker(me, agent)
     return {
-        "publish": {"allow": _caller(me, targets)},
-        "subscribe": {"allow": subscribe, "deny": deny},
+        "publish": {"allow": _unique([*_caller(me, targets), *submit, *take])},
+        "subscribe": {"allow": [*subscribe, *follow, *cancels], "deny": deny},
         "allow_responses": _responses(max_ttl),
     }
 
@@ -117,8 +185,13 @@ def agent_permissions(roster: Roster, agent: str, namespace: str, *, max_ttl: fl
 def _client_permissions(namespace: str, user: str) -> Permissions:
     """A caller from outside any agent: calls any agent in its own name, reads the audit records."""
     me = Subjects(namespace, user)
-    publish = [*_caller(me, ["*"]), *_audit_reading(me.audit_stream)]
-    return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), me.audit_all]}}
+    submit, follow = _task_submitter(me, ["*"])
+    publish = [*_caller(me, ["*"]), *_audit_reading(me.audit_stream), *submit]
+    return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), me.audit_all, *follow]}}
+
+
+def _unique(subjects: list[str]) -> list[str]:
+    return list(dict.fromkeys(subjects))
 
 
 def _auditor_permissions(namespace: str, user: str) -> Permissions:

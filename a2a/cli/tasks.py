@@ -1,7 +1,9 @@
-"""``a2a submit`` and ``a2a task wait|get|cancel``: durable tasks from the command line.
+"""``a2a submit``, ``a2a task wait|get|cancel|events`` and ``a2a tasks``: durable tasks from the command line.
 
 ``submit`` prints the task id and returns at once; ``task wait`` prints the result, or the
 typed error and exits 1; ``--json`` prints ``{"taskId", "state", "result" | "error"}``.
+``task events`` follows the task's journal until it ends (one JSON object per line with
+``--json``); ``tasks`` lists this identity's tasks for the user, newest first.
 Durations are seconds, or a number with ``s``, ``m``, ``h`` or ``d`` (``90s``, ``30m``, ``2h``).
 """
 
@@ -12,19 +14,22 @@ import json
 import math
 import os
 import re
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import anyio
+import msgspec
 
-from bus.durable import TaskOutcome
+from bus.durable import TaskEvent, TaskOutcome
 from bus.errors import error_from_info
 
 from ..core.durable import Task
 from ..core.runtime import Runtime
-from ..core.settings import MAX_SECONDS
-from .common import CommandError, capability_id, run_interruptibly, settings_from
+from ..core.settings import MAX_SECONDS, Settings
+from .common import CommandError, capability_id, integer, run_interruptibly, settings_from
 from .run import call_target, parse_params
+from .task_setup import add_setup_parser
 
 __all__ = ["add_task_parsers", "duration"]
 
@@ -62,13 +67,23 @@ def add_task_parsers(
         ("wait", "wait for the task to end; print its result (exit 1 on its typed error)"),
         ("get", "print the task's state now (and its result or error when it ended)"),
         ("cancel", "cancel the task: no attempt starts after this, a running one is stopped"),
+        ("events", "follow the task's attempts and progress until it ends"),
     ):
         v = verbs.add_parser(name, parents=parents, help=help)
         v.add_argument("id", metavar="ID")
-        if name == "wait":
+        if name in ("wait", "events"):
             v.add_argument("--timeout", type=duration, help="give up waiting after this long")
+        if name == "events":
+            v.add_argument("--after", type=integer(0, 10**9), default=0, help="only events after this number")
         _common(v, connection_options)
         v.set_defaults(func=cmd_task, verb=name)
+    add_setup_parser(verbs, list(parents))
+
+    p = sub.add_parser("tasks", parents=parents, help="list your durable tasks, newest first")
+    p.add_argument("--state", choices=("running", "completed", "failed", "cancelled"), help="only these")
+    p.add_argument("--limit", type=integer(1, 10_000), default=50, help="at most this many (default 50)")
+    _common(p, connection_options)
+    p.set_defaults(func=cmd_tasks)
 
 
 def _common(p: argparse.ArgumentParser, connection_options: Any) -> None:
@@ -95,6 +110,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def cmd_task(args: argparse.Namespace) -> int:
     settings = settings_from(args, client_name="cli", tasks=True)
+    if args.verb == "events":
+        return _follow(args, settings)
 
     async def act() -> TaskOutcome | None:
         async with Runtime(settings) as rt:
@@ -109,6 +126,80 @@ def cmd_task(args: argparse.Namespace) -> int:
 
     outcome = run_interruptibly(act)
     return _report(args, outcome)
+
+
+def _follow(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the task's events as they come; exit 1 when it ended with an error."""
+
+    async def follow() -> str | None:
+        async with Runtime(settings) as rt:
+            task = await rt.tasks.get(args.id, user_id=args.user)
+            with anyio.move_on_after(args.timeout or math.inf):
+                async for event in task.events(after=args.after):
+                    _print_event(event, args.json)
+                    if event.kind == "ended":
+                        return event.state
+            raise CommandError(f"task {args.id} has not ended within {args.timeout:g}s")
+
+    state = run_interruptibly(follow)
+    return 0 if state == "completed" else 1
+
+
+def _print_event(event: TaskEvent, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(msgspec.to_builtins(event)), flush=True)
+        return
+    at = time.strftime("%H:%M:%S", time.localtime(event.at / 1000)) if event.at else "--:--:--"
+    if event.kind == "attempt":
+        text = f"attempt {event.attempt} started on {event.instance}"
+    elif event.kind == "progress":
+        text = json.dumps(event.data)
+    elif event.kind == "handed-back":
+        text = f"attempt {event.attempt}: {event.message}"
+    elif event.state == "completed":
+        text = "completed: " + json.dumps(event.data)
+    else:
+        info = event.data or {}
+        text = f"{event.state}: {info.get('code', '?')}: {info.get('message', '')}"
+    print(f"{event.n:>4}  {at}  {text}", flush=True)
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    settings = settings_from(args, client_name="cli", tasks=True)
+
+    async def listing() -> list[Task]:
+        async with Runtime(settings) as rt:
+            return await rt.tasks.list(args.user)
+
+    tasks = [t for t in run_interruptibly(listing) if not args.state or _state(t) == args.state][: args.limit]
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "taskId": t.id,
+                        "agent": t.record.agent,
+                        "action": t.record.action,
+                        "state": _state(t),
+                        "submittedAt": t.record.submitted_at,
+                    }
+                    for t in tasks
+                ]
+            )
+        )
+        return 0
+    if not tasks:
+        print("no tasks")
+        return 0
+    print(f"{'TASK':<34} {'AGENT':<16} {'ACTION':<16} {'STATE':<10} SUBMITTED")
+    for t in tasks:
+        at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t.record.submitted_at / 1000))
+        print(f"{t.id:<34} {t.record.agent[:16]:<16} {t.record.action[:16]:<16} {_state(t):<10} {at}")
+    return 0
+
+
+def _state(task: Task) -> str:
+    return task.seen.state if task.seen is not None else "running"
 
 
 def _report(args: argparse.Namespace, outcome: TaskOutcome | None) -> int:

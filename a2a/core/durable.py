@@ -27,6 +27,7 @@ from anyio.abc import TaskGroup
 
 from bus.durable import Taker, TaskClient, TaskEvent, TaskOutcome, TaskRecord, TaskStore
 from bus.errors import A2AError, InvalidParams, Unavailable, error_from_info
+from bus.subjects import Subjects
 from transports import NatsTransport, Transport, TransportError
 from transports.durable import DurableStore
 from transports.jetstream_store import JetStreamDurable, StoreConfig
@@ -38,7 +39,7 @@ from .route import Target, as_route
 from .settings import Settings
 from .tasking import TaskHost
 
-__all__ = ["Task", "Tasks", "open_tasks"]
+__all__ = ["Task", "Tasks", "open_tasks", "store_config"]
 
 log = logging.getLogger("a2a.tasks")
 
@@ -52,11 +53,15 @@ KEEP_AFTER = 7 * 86400.0
 class Task:
     """A handle on one durable task; any number of them, in any process, may follow it."""
 
-    def __init__(self, client: TaskClient, record: TaskRecord, created: bool = True) -> None:
+    def __init__(
+        self, client: TaskClient, record: TaskRecord, created: bool = True, outcome: TaskOutcome | None = None
+    ) -> None:
         self._client = client
         self.record = record
         self.created = created
         """False when an idempotency key named a task submitted before (nothing was queued again)."""
+        self.seen = outcome
+        """How the task had ended when it was listed (None: it had not)."""
 
     @property
     def id(self) -> str:
@@ -106,11 +111,10 @@ def _result_of(outcome: TaskOutcome) -> Any:
 class Tasks:
     """The runtime's durable tasks: the caller half, and the takers of its hosted agents."""
 
-    def __init__(self, store: TaskStore | None, calls: CallPath, *, ack_wait: float, max_ttl: float) -> None:
+    def __init__(self, store: TaskStore | None, calls: CallPath, *, max_ttl: float) -> None:
         self.store = store
         self.calls = calls
         self.client = TaskClient(store, calls.bus.subjects) if store is not None else None
-        self.ack_wait = ack_wait
         self.max_ttl = max_ttl
         self._takers: list[Taker] = []
 
@@ -170,6 +174,14 @@ class Tasks:
         client = self._client()
         return Task(client, await client.record(task_id, user_id), created=False)
 
+    async def list(self, user_id: str | None = None, *, limit: int = 1000) -> list[Task]:
+        """The tasks this runtime's identity submitted for ``user_id``, newest first."""
+        client = self._client()
+        return [
+            Task(client, record, created=False, outcome=outcome)
+            for record, outcome in await client.list(user_id, limit=limit)
+        ]
+
     def _client(self) -> TaskClient:
         if self.client is None:
             raise Unavailable("durable tasks are off here: set A2A_TASKS=1 (JetStream is needed)")
@@ -180,7 +192,7 @@ class Tasks:
         if self.store is None:
             return
         subjects = self.calls.bus.subjects
-        taker = Taker(self.store, subjects, host.agent.name, host.instance_id, ack_wait=self.ack_wait)
+        taker = Taker(self.store, subjects, host.agent.name, host.instance_id)
         runner = TaskHost(host.agent, host.instance, host.slots)
         self._takers.append(taker)
         tg.start_soon(taker.run, runner.run, host.agent.max_concurrency)
@@ -194,6 +206,21 @@ class Tasks:
         self._takers.clear()
 
 
+def store_config(
+    settings: Settings, subjects: Subjects, *, replicas: int = 1, memory: bool = False
+) -> StoreConfig:
+    """The settings of the namespace's task stream and bucket (used when they are made)."""
+    return StoreConfig(
+        stream=subjects.task_stream,
+        subjects=[subjects.task_queues()],
+        bucket=subjects.task_bucket,
+        ack_wait=settings.task_ack_wait,
+        keep=settings.max_task_ttl + KEEP_AFTER,
+        replicas=replicas,
+        memory=memory,
+    )
+
+
 async def open_tasks(
     settings: Settings, transport: Transport | None, store: DurableStore | None, calls: CallPath
 ) -> Tasks:
@@ -203,22 +230,14 @@ async def open_tasks(
     Raises:
         Unavailable: the JetStream store cannot be opened.
     """
-    ack_wait, max_ttl = settings.task_ack_wait, settings.max_task_ttl
+    max_ttl = settings.max_task_ttl
     if store is None:
         if not settings.tasks or not isinstance(transport, NatsTransport):
-            return Tasks(None, calls, ack_wait=ack_wait, max_ttl=max_ttl)
-        subjects = calls.bus.subjects
-        config = StoreConfig(
-            stream=subjects.task_stream,
-            subjects=[subjects.task_queues()],
-            bucket=subjects.task_bucket,
-            ack_wait=settings.task_ack_wait,
-            keep=max_ttl + KEEP_AFTER,
-        )
-        jetstream = JetStreamDurable(transport, config)
+            return Tasks(None, calls, max_ttl=max_ttl)
+        jetstream = JetStreamDurable(transport, store_config(settings, calls.bus.subjects))
         try:
             await jetstream.open()
         except TransportError as exc:
             raise Unavailable(f"durable tasks need JetStream: {exc}") from None
         store = jetstream
-    return Tasks(TaskStore(store), calls, ack_wait=ack_wait, max_ttl=max_ttl)
+    return Tasks(TaskStore(store), calls, max_ttl=max_ttl)

@@ -14,6 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import anyio
+import msgspec
 
 from ..errors import A2AError
 from .keys import TaskKeys, events_of, outcomes_of
@@ -112,7 +113,8 @@ async def follow(
 
 
 def _ended(outcome: TaskOutcome, n: int) -> TaskEvent:
-    data = outcome.result if outcome.state == "completed" else outcome.error
+    error = msgspec.to_builtins(outcome.error) if outcome.error is not None else None
+    data = outcome.result if outcome.state == "completed" else error
     return TaskEvent(
         kind="ended",
         attempt=outcome.attempt,

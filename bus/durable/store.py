@@ -69,5 +69,9 @@ class TaskStore:
         except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
             return None
 
+    async def keys(self, pattern: str) -> list[str]:
+        with _unavailable("listing tasks"):
+            return await self.raw.keys(pattern)
+
     def watch(self, key: str, *, family: str | None = None) -> AbstractAsyncContextManager[Notice]:
         return self.raw.watch(key, family=family)

@@ -178,6 +178,27 @@ class TaskClient:
         assert found is not None
         return found
 
+    async def list(
+        self, user_id: str | None, *, limit: int = 1000
+    ) -> list[tuple[TaskRecord, TaskOutcome | None]]:
+        """The tasks this identity submitted for ``user_id`` (newest first, ``limit`` at most),
+        each with its outcome (None while it runs)."""
+        found = sorted(await self.store.keys(keys.records_of(self.subjects.sender)))
+        listed: list[tuple[TaskRecord, TaskOutcome | None]] = []
+        limiter = anyio.Semaphore(32)
+
+        async def read(key: str) -> None:
+            async with limiter:
+                record = await self.store.get(key, TaskRecord)
+                if record is not None and record.owner == user_id:
+                    listed.append((record, await self.peek(record)))
+
+        async with anyio.create_task_group() as tg:
+            for key in found:
+                tg.start_soon(read, key)
+        listed.sort(key=lambda pair: pair[0].submitted_at, reverse=True)
+        return listed[:limit]
+
     async def events(self, record: TaskRecord, after: int = 0) -> AsyncIterator[TaskEvent]:
         """The task's journal after event number ``after``, as it is written, ending with an
         ``ended`` event once the task has an outcome (at its deadline at the latest)."""

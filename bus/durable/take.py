@@ -9,7 +9,7 @@ Per delivery (:meth:`Taker._attempt`):
     past its deadline        DEADLINE_EXCEEDED stored, acknowledged; the handler never runs
     attempt > max_attempts   FAILED stored with every attempt's story, dropped
     else                     the attempt's start is journaled, then it runs with the delivery
-                             kept alive (``working`` every ack_wait / 3) and the cancel key
+                             kept alive (``working`` every third of its ack wait) and the cancel key
                              watched; its outcome is created (the first writer wins), then
                              acknowledged
 
@@ -55,13 +55,10 @@ _queued = msgspec.json.Decoder(QueuedTask)
 class Taker:
     """Takes the tasks of ``agent`` for the instance ``instance``, ``capacity`` at a time."""
 
-    def __init__(
-        self, store: TaskStore, subjects: Subjects, agent: str, instance: str, *, ack_wait: float
-    ) -> None:
+    def __init__(self, store: TaskStore, subjects: Subjects, agent: str, instance: str) -> None:
         self.store = store
         self.agent = agent
         self.instance = instance
-        self.ack_wait = ack_wait
         self.subject = subjects.receiving().task_queue(agent)
         self.rejects = Rejects(log, f"{instance}: task")
         self.running = 0
@@ -246,7 +243,7 @@ class Taker:
 
     async def _keep_alive(self, delivery: Delivery) -> None:
         while True:
-            await anyio.sleep(self.ack_wait / 3)
+            await anyio.sleep(delivery.ack_wait / 3)
             try:
                 await delivery.working()
             except Exception as exc:  # the store is away: the attempt goes on, it may be redelivered

@@ -93,3 +93,20 @@ async def test_keys_first_writer_wins_and_a_watch_hears_writes(store: DurableSto
         with anyio.fail_after(2):
             await notice.wait()
     assert await store.get("outcome.b") == b"v"
+
+
+async def test_a_pattern_watch_hears_its_keys_only_and_keys_are_listed(store: DurableStore) -> None:
+    async with store.watch("event.a.s.t1.*", family="event.*.s.*.*") as notice:
+        await store.put("event.a.s.t2.1", b"other task")
+        await store.put("event.a.x.t1.1", b"other sender")
+        with anyio.move_on_after(0.3) as idle:
+            await notice.wait()
+        assert idle.cancelled_caught
+        await store.put("event.a.s.t1.1", b"mine")
+        with anyio.fail_after(2):
+            await notice.wait()
+    await store.put("task.s.t1", b"r")
+    await store.put("task.s.t2", b"r")
+    await store.put("task.x.t3", b"r")
+    assert sorted(await store.keys("task.s.*")) == ["task.s.t1", "task.s.t2"]
+    assert await store.keys("nothing.>") == []

@@ -212,6 +212,19 @@ async def test_the_cli_submits_waits_gets_and_refuses_another_user(
         assert status == 0 and out.strip() == task_id  # the same key: the same task
         status, _, err = await a2a(s, "task", "wait", task_id, "--user", "bob")
         assert status == 1 and "PERMISSION_DENIED" in err and "Traceback" not in err
+        status, out, err = await a2a(s, "task", "events", task_id, "--user", "ann", "--json")
+        assert status == 0, err
+        events = [json.loads(line) for line in out.splitlines()]
+        assert [(e["n"], e["kind"]) for e in events] == [(1, "attempt"), (2, "ended")]
+        assert events[-1]["state"] == "completed" and events[-1]["data"]["attempt"] == 1
+        status, out, _ = await a2a(s, "task", "events", task_id, "--user", "ann", "--after", "1")
+        assert status == 0 and out.count("\n") == 1 and "completed" in out
+        status, out, err = await a2a(s, "tasks", "--user", "ann", "--json")
+        assert status == 0 and [(t["taskId"], t["state"]) for t in json.loads(out)] == [
+            (task_id, "completed")
+        ]
+        status, out, _ = await a2a(s, "tasks", "--user", "bob")
+        assert status == 0 and out.strip() == "no tasks"
         status, _, err = await a2a(s, "submit", "crafter", "work", "--timeout", "soon")
         assert status == 2 and "duration" in err
     assert len(lines(files / "log")) == 1
