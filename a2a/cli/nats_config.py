@@ -87,39 +87,28 @@ def _caller(subjects: Subjects, targets: Iterable[str]) -> list[str]:
     return allow
 
 
-def _kv(subjects: Subjects, key: str) -> str:
-    """Writing (publishing to) a key of the namespace's task bucket."""
-    return f"$KV.{subjects.task_bucket}.{key}"
-
-
-def _kv_read(subjects: Subjects, key: str) -> str:
-    """Reading a key of the task bucket by direct get (the subject names the key)."""
-    bucket = subjects.task_bucket
-    return jetstream_api(f"DIRECT.GET.KV_{bucket}", f"$KV.{bucket}.{key}")
-
-
 def _task_submitter(subjects: Subjects, targets: Iterable[str]) -> tuple[list[str], list[str]]:
     """Publish and subscribe rights of a runtime submitting durable tasks to ``targets``."""
     me = subjects.sender
     publish = [
         jetstream_api("STREAM.INFO", subjects.task_stream),
         jetstream_api("STREAM.INFO", f"KV_{subjects.task_bucket}"),
-        _kv(subjects, keys.records_of(me)),
-        _kv(subjects, f"key.{me}.>"),
-        _kv_read(subjects, keys.records_of(me)),
-        _kv_read(subjects, f"key.{me}.>"),
-        _kv_read(subjects, keys.outcomes_of(me)),
-        _kv_read(subjects, keys.events_of(me)),
+        subjects.task_key(keys.records_of(me)),
+        subjects.task_key(f"key.{me}.>"),
+        subjects.task_key_read(keys.records_of(me)),
+        subjects.task_key_read(f"key.{me}.>"),
+        subjects.task_key_read(keys.outcomes_of(me)),
+        subjects.task_key_read(keys.events_of(me)),
     ]
     for target in targets:
         publish += [
             subjects.task_queue(target)
             if target != "*"
             else subjects.task_queues().rsplit(".", 1)[0] + f".{me}",
-            _kv(subjects, f"outcome.{target}.{me}.*"),  # a deadline or cancel ends its task
-            _kv(subjects, f"cancel.{target}.{me}.*"),
+            subjects.task_key(f"outcome.{target}.{me}.*"),  # a deadline or cancel ends its task
+            subjects.task_key(f"cancel.{target}.{me}.*"),
         ]
-    subscribe = [_kv(subjects, keys.outcomes_of(me)), _kv(subjects, keys.events_of(me))]
+    subscribe = [subjects.task_key(keys.outcomes_of(me)), subjects.task_key(keys.events_of(me))]
     return publish, subscribe
 
 
@@ -137,11 +126,11 @@ def _task_taker(subjects: Subjects, agent: str) -> tuple[list[str], list[str]]:
         jetstream_api("STREAM.INFO", f"KV_{subjects.task_bucket}"),
         jetstream_api("CONSUMER.INFO", f"{stream}.{agent}"),
         jetstream_api("CONSUMER.MSG.NEXT", f"{stream}.{agent}"),
-        f"$JS.ACK.{stream}.{agent}.>",
-        *(_kv(subjects, key) for key in mine),
-        *(_kv_read(subjects, key) for key in [*mine, keys.cancels_for(agent)]),
+        subjects.task_acks(agent),
+        *(subjects.task_key(key) for key in mine),
+        *(subjects.task_key_read(key) for key in [*mine, keys.cancels_for(agent)]),
     ]
-    return publish, [_kv(subjects, keys.cancels_for(agent))]
+    return publish, [subjects.task_key(keys.cancels_for(agent))]
 
 
 def _own(subjects: Subjects) -> list[str]:

@@ -24,9 +24,9 @@ import msgspec
 from bus.durable import TaskEvent, TaskOutcome
 from bus.errors import error_from_info
 
-from ..core.durable import Task
 from ..core.runtime import Runtime
 from ..core.settings import MAX_SECONDS, Settings
+from ..core.task_handle import Task
 from .common import CommandError, capability_id, integer, run_interruptibly, settings_from
 from .run import call_target, parse_params
 from .task_setup import add_setup_parser

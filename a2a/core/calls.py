@@ -240,22 +240,41 @@ class CallPath:
         return env
 
     def task_request(
-        self, route: Route, action: str, params: dict[str, Any] | None, options: CallOptions, timeout: float
+        self,
+        route: Route,
+        action: str,
+        params: dict[str, Any] | None,
+        options: CallOptions,
+        timeout: float,
+        parent: Parent | None = None,
     ) -> tuple[RequestEnvelope, str]:
-        """The request of a durable task submitted from outside any agent, and the agent
-        whose queue takes it (by capability: the agent of the best instance now).
+        """The request of a durable task, and the agent whose queue takes it (by capability:
+        the agent of the best instance now). Submitted from a handler (``parent``), it is
+        that request's child as a call would be, with the caller's checks of a call:
+        depth, the roster, cycles; its deadline no later than the parent's.
 
         Raises:
             InvalidParams: the route names one instance (a task goes to an agent).
             NoCapableAgent: no live instance offers the capabilities.
+            A2AError: a caller's check refused it (MAX_DEPTH_EXCEEDED, PERMISSION_DENIED, ...).
         """
         if route.instance is not None:
             raise InvalidParams("a durable task goes to an agent or a capability, not to one instance")
-        agent = route.agent if route.agent is not None else self._resolve(route, set(), None)[1]
-        meta = self._metadata(None, options, timeout)
+        if parent is not None:
+            timeout = min(timeout, parent.deadline - self.services.clock())
+            if timeout <= 0:
+                raise DeadlineExceeded("no time left for this task: the parent's deadline has passed")
+        agent = route.agent if route.agent is not None else self._resolve(route, set(), parent)[1]
+        meta = self._metadata(parent, options, timeout)
         if options.max_hops is not None and options.max_hops < meta.max_hops:
             meta.max_hops = max(1, options.max_hops)
-        env = self._envelope(route, action, params, options, None, meta)
+        if parent is not None:
+            if meta.depth >= meta.max_depth:
+                check_depth(meta)
+            self.services.policy.check_call(parent.agent, agent)
+            if agent in meta.call_chain:
+                check_cycle(meta, agent)
+        env = self._envelope(route, action, params, options, parent, meta)
         env.target_agent_id = agent
         return env, agent
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import msgspec
 
 from bus.durable import Attempt, LocalAttempt
-from bus.errors import A2AError, FanOutExceeded, PermissionDenied
-from bus.handoff import ContextFilter, Grants, HandoffData, ThreadMode
+from bus.errors import A2AError, FanOutExceeded, PermissionDenied, Unavailable
+from bus.handoff import Grants
 from bus.wire import NotificationEnvelope, Priority, RequestEnvelope, ResponseEnvelope, TokenUsage
 
 from ..delegation.roster import AgentRules
@@ -19,26 +19,18 @@ from ..delegation.views import (
     DelegationStep,
     FanOutResult,
     GatherPolicy,
+    StepOptions,
 )
 from .budget import Budget
 from .delegating import Delegator
-from .instance import Instance
-from .options import DEFAULT, CallOptions
+from .instance import ChildOptions, Instance
+from .options import DEFAULT, CallOptions, narrowed
 from .route import Target
 from .services import Services
 from .slots import Lease
+from .task_handle import Task
 
 __all__ = ["Context"]
-
-
-def _narrow(inherited: list[str] | None, requested: Sequence[str] | None) -> list[str] | None:
-    """Tools allowed after a caller restricts them: never more than the caller had."""
-    if requested is None:
-        return inherited
-    if inherited is None:
-        return list(dict.fromkeys(requested))
-    allowed = set(requested)
-    return [t for t in inherited if t in allowed]
 
 
 class Context:
@@ -248,6 +240,27 @@ class Context:
         response = await self.invoke(target, action, params, options)
         return response.payload.result
 
+    async def submit(
+        self,
+        target: Target,
+        action: str,
+        params: dict[str, Any] | None = None,
+        *,
+        key: str | None = None,
+        timeout: float | None = None,
+        max_attempts: int | None = None,
+    ) -> Task:
+        """Submit a durable task as this request's child (as :meth:`a2a.Runtime.tasks`'s
+        ``submit``, with this call's lineage, user and rights): see :meth:`Tasks.submit_child`.
+
+        Raises:
+            Unavailable: durable tasks are off here.
+        """
+        if self._instance.tasks is None:
+            raise Unavailable("durable tasks are off here: set A2A_TASKS=1 (JetStream is needed)")
+        options = ChildOptions(key, timeout, max_attempts)
+        return await self._instance.tasks.submit_child(self, target, action, params, options)
+
     async def notify(self, topic: str, params: dict[str, Any] | None = None) -> None:
         """Publish a notification on ``topic``; no reply is awaited."""
         await self._instance.calls.notify(topic, params, parent=self)
@@ -255,7 +268,7 @@ class Context:
     def grants_for(self, allowed_tools: Sequence[str] | None, allow_nested_calls: bool) -> Grants | None:
         """The rights of a call this handler makes: never wider than its own."""
         inherited = self.request.grants.allowed_tools if self.request.grants else None
-        tools = _narrow(inherited, allowed_tools)
+        tools = narrowed(inherited, allowed_tools)
         if tools is None and allow_nested_calls:
             return None
         return Grants(allowed_tools=tools, allow_nested_calls=allow_nested_calls)
@@ -313,57 +326,26 @@ class Context:
     # -- delegating (seeds 000 and 002) ---------------------------------------------------
 
     async def delegate(
-        self,
-        target: Target | DelegationStep,
-        task: str = "",
-        *,
-        objective: str = "",
-        action: str = "task",
-        context: ContextFilter | None = None,
-        max_context_tokens: int = 4000,
-        workspace: str | None = None,
-        input: Any = None,
-        context_hints: Sequence[str] = (),
-        handoff: HandoffData | None = None,
-        thread_mode: ThreadMode = "new",
-        thread_id: str | None = None,
-        allowed_tools: Sequence[str] | None = None,
-        allow_nested_calls: bool = False,
-        budget: int | None = None,
-        timeout: float | None = None,
+        self, target: Target | DelegationStep, task: str = "", **step: Unpack[StepOptions]
     ) -> DelegationResponse:
         """Delegate a task with only the context it needs; returns seed 002's response.
 
         ``target`` is where the task goes, or a whole :class:`a2a.DelegationStep` (then the
-        other arguments are not used). The callee gets ``task`` and the part of this
-        conversation ``context`` selects, fitted into ``max_context_tokens`` (files under
-        ``workspace`` when the filter includes it), all redacted of PII.
-        ``thread_mode="reuse"`` continues the callee thread ``thread_id`` of an earlier
-        delegation. Nested calls are off by default (seed 000). The interaction is recorded
-        once in the conversation history.
+        other arguments are not used); the keywords are the step's fields (``objective``,
+        ``action="task"``, ``context``, ``max_context_tokens=4000``, ``workspace``, ``input``,
+        ``context_hints``, ``handoff``, ``thread_mode="new"``, ``thread_id``,
+        ``allowed_tools``, ``allow_nested_calls=False``, ``budget``, ``timeout``). The callee
+        gets ``task`` and the part of this conversation ``context`` selects, fitted into
+        ``max_context_tokens`` (files under ``workspace`` when the filter includes it), all
+        redacted of PII. ``thread_mode="reuse"`` continues the callee thread ``thread_id``
+        of an earlier delegation. Nested calls are off by default (seed 000). The
+        interaction is recorded once in the conversation history.
 
         Raises:
             A2AError: the typed error the delegation ended with.
         """
         if not isinstance(target, DelegationStep):
-            target = DelegationStep(
-                target=target,
-                task=task,
-                objective=objective,
-                action=action,
-                context=context,
-                max_context_tokens=max_context_tokens,
-                workspace=workspace,
-                input=input,
-                context_hints=context_hints,
-                handoff=handoff,
-                thread_mode=thread_mode,
-                thread_id=thread_id,
-                allowed_tools=allowed_tools,
-                allow_nested_calls=allow_nested_calls,
-                budget=budget,
-                timeout=timeout,
-            )
+            target = DelegationStep(target=target, task=task, **step)
         return await self._delegator().delegate(target)
 
     async def chain(self, steps: Sequence[DelegationStep]) -> list[DelegationResponse]:

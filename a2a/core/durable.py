@@ -19,27 +19,29 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
-from bus.durable import Taker, TaskClient, TaskEvent, TaskOutcome, TaskRecord, TaskStore
-from bus.errors import A2AError, InvalidParams, Unavailable, error_from_info
+from bus.durable import Taker, TaskClient, TaskStore
+from bus.errors import A2AError, InvalidParams, Unavailable
 from bus.subjects import Subjects
 from transports import NatsTransport, Transport, TransportError
 from transports.durable import DurableStore
 from transports.jetstream_store import JetStreamDurable, StoreConfig
 
 from .calls import CallPath
+from .context import Context
 from .hosting import AgentHost
+from .instance import ChildOptions
 from .options import CallOptions, merged
 from .route import Target, as_route
 from .settings import Settings
+from .task_handle import Task
 from .tasking import TaskHost
 
-__all__ = ["Task", "Tasks", "open_tasks", "store_config"]
+__all__ = ["Tasks", "open_tasks", "store_config"]
 
 log = logging.getLogger("a2a.tasks")
 
@@ -48,64 +50,6 @@ MAX_ATTEMPTS = 5
 
 KEEP_AFTER = 7 * 86400.0
 """Seconds a task's records stay in the store after its longest possible deadline."""
-
-
-class Task:
-    """A handle on one durable task; any number of them, in any process, may follow it."""
-
-    def __init__(
-        self, client: TaskClient, record: TaskRecord, created: bool = True, outcome: TaskOutcome | None = None
-    ) -> None:
-        self._client = client
-        self.record = record
-        self.created = created
-        """False when an idempotency key named a task submitted before (nothing was queued again)."""
-        self.seen = outcome
-        """How the task had ended when it was listed (None: it had not)."""
-
-    @property
-    def id(self) -> str:
-        return self.record.task_id
-
-    async def outcome(self) -> TaskOutcome:
-        """Wait for the task to end (by its deadline at the latest) and return how it ended."""
-        return await self._client.outcome(self.record)
-
-    async def result(self) -> Any:
-        """Wait for the task's result.
-
-        Raises:
-            A2AError: the typed error the task ended with (DEADLINE_EXCEEDED, CANCELLED, ...).
-        """
-        return _result_of(await self.outcome())
-
-    async def peek(self) -> TaskOutcome | None:
-        """How the task ended, or None while it has not."""
-        return await self._client.peek(self.record)
-
-    async def cancel(self) -> TaskOutcome:
-        """Cancel the task: no attempt starts after this, and a running one is stopped.
-
-        Returns how the task ended (CANCELLED, or its outcome if it had ended before).
-        """
-        return await self._client.cancel(self.record)
-
-    def events(self, after: int = 0) -> AsyncIterator[TaskEvent]:
-        """Follow the task: its journal after event ``after`` (each event's ``n`` is the
-        cursor to resume from), as it is written, until a last ``ended`` event::
-
-            async for event in task.events(after=cursor):
-                cursor = event.n
-        """
-        return self._client.events(self.record, after)
-
-
-def _result_of(outcome: TaskOutcome) -> Any:
-    if outcome.state == "completed":
-        return outcome.result
-    if outcome.error is None:
-        raise A2AError(f"the task ended {outcome.state} without a reason")
-    raise error_from_info(outcome.error)
 
 
 class Tasks:
@@ -144,20 +88,63 @@ class Tasks:
         """
         if key is not None and not 0 < len(key) <= 256:
             raise InvalidParams("an idempotency key has 1 to 256 characters")
+        options = merged(options, timeout=timeout, user_id=user_id)
+        return await self._submit(target, action, params, options, key, max_attempts, None)
+
+    async def submit_child(
+        self,
+        parent: Context,
+        target: Target,
+        action: str,
+        params: dict[str, Any] | None,
+        options: ChildOptions,
+    ) -> Task:
+        """A task submitted by a handler (:meth:`a2a.Context.submit`): ``parent``'s child.
+
+        When ``parent`` runs a durable task, the idempotency key is derived from that task
+        and the call site (the handler's own ``key``, else the order of its submissions),
+        so an attempt that runs again after a crash re-attaches to the children the last
+        one submitted instead of submitting them twice; the child is journaled, and
+        cancelling the parent cancels it.
+        """
+        if options.key is not None and not 0 < len(options.key) <= 256:
+            raise InvalidParams("an idempotency key has 1 to 256 characters")
+        attempt = parent.task
+        site = f"k={options.key}" if options.key is not None else f"#{attempt.submitted}"
+        attempt.submitted += 1
+        key = options.key if attempt.task_id is None else f"{attempt.task_id}/{site}"
+        call = CallOptions(timeout=options.timeout, grants=parent.grants_for(None, True))
+        attempts = MAX_ATTEMPTS if options.max_attempts is None else options.max_attempts
+        task = await self._submit(target, action, params, call, key, attempts, parent)
+        await attempt.child(task.id, task.record.agent)
+        return task
+
+    async def _submit(
+        self,
+        target: Target,
+        action: str,
+        params: dict[str, Any] | None,
+        options: CallOptions,
+        key: str | None,
+        max_attempts: int,
+        parent: Context | None,
+    ) -> Task:
+        client = self._client()
+        limit = self.max_ttl if options.timeout is None else options.timeout
+        if not (isinstance(limit, int | float) and math.isfinite(limit) and limit > 0):
+            raise InvalidParams(f"a task's timeout is a number of seconds above 0, not {limit!r}")
+        if key is not None and not 0 < len(key) <= 512:
+            raise InvalidParams("an idempotency key has 1 to 256 characters")
         if (
             isinstance(max_attempts, bool)
             or not isinstance(max_attempts, int)
             or not 1 <= max_attempts <= 100
         ):
             raise InvalidParams("max_attempts is an integer from 1 to 100")
-        client = self._client()
-        options = merged(options, timeout=timeout, user_id=user_id)
-        limit = self.max_ttl if options.timeout is None else options.timeout
-        if not (isinstance(limit, int | float) and math.isfinite(limit) and limit > 0):
-            raise InvalidParams(f"a task's timeout is a number of seconds above 0, not {limit!r}")
         try:
             route = as_route(target)
-            request, agent = self.calls.task_request(route, action, params, options, min(limit, self.max_ttl))
+            limit = min(limit, self.max_ttl)
+            request, agent = self.calls.task_request(route, action, params, options, limit, parent)
             record, created = await client.submit(request, agent, key=key, max_attempts=max_attempts)
         except A2AError:
             raise

@@ -47,7 +47,7 @@ from .calls import CallPath
 from .context import Context
 from .delegating import finish_delegation
 from .failures import as_failure
-from .instance import Instance
+from .instance import ChildTasks, Instance
 from .services import Services
 from .slots import Lease, Slots
 
@@ -94,6 +94,7 @@ class AgentHost:
         calls: CallPath,
         runtime_id: str,
         on_state: Callable[[AgentHost], None],
+        tasks: ChildTasks | None = None,
     ) -> None:
         self.agent = agent
         self.instance_id = f"{agent.name}-{uuid.uuid4().hex[:8]}"
@@ -113,7 +114,7 @@ class AgentHost:
         """Messages refused before they could be read as a request (counted, logged at a bounded rate)."""
         self._tasks = TaskSet()
         self._workers = Workers(self._handle, self._tasks)
-        self._instance = Instance(services, calls, agent.name, self.instance_id, self._progress)
+        self._instance = Instance(services, calls, agent.name, self.instance_id, self._progress, tasks)
         self._sender_of = bus.subjects.sender_of
         self._resources = AsyncExitStack()
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -10,7 +10,7 @@ import msgspec
 from bus.handoff import Delegation, Grants
 from bus.wire import Orchestration, Priority
 
-__all__ = ["DEFAULT", "CallOptions", "merged"]
+__all__ = ["DEFAULT", "CallOptions", "merged", "narrowed"]
 
 
 class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -52,3 +52,13 @@ def merged(options: CallOptions | None, **given: Any) -> CallOptions:
     if options is None:
         return CallOptions(**fields)
     return msgspec.structs.replace(options, **fields) if fields else options
+
+
+def narrowed(inherited: list[str] | None, requested: Sequence[str] | None) -> list[str] | None:
+    """Tools allowed after a caller restricts them: never more than the caller had."""
+    if requested is None:
+        return inherited
+    if inherited is None:
+        return list(dict.fromkeys(requested))
+    allowed = set(requested)
+    return [t for t in inherited if t in allowed]

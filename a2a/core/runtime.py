@@ -257,6 +257,7 @@ class Runtime:
                 calls=self.calls,
                 runtime_id=self.id,
                 on_state=self.presence.changed,
+                tasks=self.tasks,
             )
             await host.start()
             assert self._tg is not None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import msgspec
 
@@ -34,6 +34,7 @@ __all__ = [
     "DelegationStep",
     "FanOutResult",
     "GatherPolicy",
+    "StepOptions",
     "SubAgentArgs",
     "SubAgentResult",
 ]
@@ -255,6 +256,26 @@ class DelegationStep:
     allow_nested_calls: bool = False
     budget: int | None = None
     timeout: float | None = None
+
+
+class StepOptions(TypedDict, total=False):
+    """The fields of a :class:`DelegationStep` beside its target and task, as keywords of
+    :meth:`a2a.Context.delegate` (same names, same defaults)."""
+
+    objective: str
+    action: str
+    context: ContextFilter | None
+    max_context_tokens: int
+    workspace: str | None
+    input: Any
+    context_hints: Sequence[str]
+    handoff: HandoffData | None
+    thread_mode: ThreadMode
+    thread_id: str | None
+    allowed_tools: Sequence[str] | None
+    allow_nested_calls: bool
+    budget: int | None
+    timeout: float | None
 
 
 @dataclass

@@ -44,6 +44,8 @@ class Attempt:
         self.keys = keys
         self.journal = journal
         self.instance = ""
+        self.submitted = 0
+        """Tasks this attempt's handler submitted so far (their order names their call sites)."""
         self.last_checkpoint: Any = None
         """What the last :meth:`checkpoint` of an earlier attempt (or this one) kept; None at first."""
         self._running: set[str] = set()
@@ -80,6 +82,15 @@ class Attempt:
             await self.journal.append(event)
         except A2AError as exc:
             log.warning("task %s: progress update not kept: %s", self.task_id, exc)
+
+    async def child(self, task_id: str, agent: str) -> None:
+        """Journal a task this attempt submitted, so cancelling this one cancels it too.
+
+        Raises:
+            Unavailable: the store could not keep it.
+        """
+        data = {"taskId": task_id, "agent": agent}
+        await self.journal.append(TaskEvent(kind="child", attempt=self.number, at=now_ms(), data=data))
 
     async def effect(self, name: str, fn: Callable[[], Awaitable[T]], *, idempotent: bool = False) -> T:
         """Run the side effect ``name`` at most once for this task and return its result.
@@ -118,12 +129,16 @@ class LocalAttempt:
 
     def __init__(self) -> None:
         self.last_checkpoint: Any = None
+        self.submitted = 0
 
     async def checkpoint(self, state: Any) -> None:
         self.last_checkpoint = state
 
     async def progress(self, update: Any) -> None:
         """A plain call's progress goes to its caller (:meth:`a2a.Context.progress`), not here."""
+
+    async def child(self, task_id: str, agent: str) -> None:
+        """A plain call's child tasks outlive it: nothing cancels them with it."""
 
     async def effect(self, name: str, fn: Callable[[], Awaitable[T]], *, idempotent: bool = False) -> T:
         return await fn()

@@ -168,9 +168,13 @@ class TaskClient:
 
         Returns the task's outcome: CANCELLED, or how it ended before the cancel.
         """
-        store, at = self.store, TaskKeys.of(record)
+        return await self.cancel_keys(TaskKeys.of(record), reason)
+
+    async def cancel_keys(self, at: TaskKeys, reason: str) -> TaskOutcome:
+        """:meth:`cancel` of the task whose keys are ``at`` (its record unread)."""
+        store = self.store
         await store.put(at.cancel, reason)
-        error = Cancelled(reason, details={"taskId": record.task_id})
+        error = Cancelled(reason, details={"taskId": at.task_id})
         await store.create(
             at.outcome, TaskOutcome(state="cancelled", error=error.to_info(), finished_at=now_ms())
         )

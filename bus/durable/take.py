@@ -37,6 +37,7 @@ from .attempt import Attempt
 from .journal import Journal, first_free, read_all
 from .keys import TaskKeys, cancels_for
 from .store import TaskStore
+from .submit import TaskClient
 from .wire import QueuedTask, TaskEvent, TaskOutcome, now_ms
 
 __all__ = ["RunAttempt", "Taker"]
@@ -60,6 +61,7 @@ class Taker:
         self.agent = agent
         self.instance = instance
         self.subject = subjects.receiving().task_queue(agent)
+        self.client = TaskClient(store, subjects)
         self.rejects = Rejects(log, f"{instance}: task")
         self.running = 0
         self._freed = anyio.Event()
@@ -182,8 +184,10 @@ class Taker:
             tg.start_soon(read, 0, keys.outcome, TaskOutcome)
             if number > 1:  # a first attempt has nothing to resume from
                 tg.start_soon(read_checkpoint)
-        if found[0] is not None:
-            await delivery.ack()  # it ended (or was cancelled) already
+        if found[0] is not None:  # it ended (or was cancelled) already
+            if found[0].state == "cancelled":
+                await self._cascade(keys)
+            await delivery.ack()
             return
         outcome: TaskOutcome | None = None
         async with anyio.create_task_group() as tg:
@@ -192,10 +196,20 @@ class Taker:
             outcome = await run_attempt(attempt, sender)
             tg.cancel_scope.cancel()
         if outcome is None:  # cancelled through its cancel key: the canceller stored the outcome
+            await self._cascade(keys)
             await delivery.ack()
             return
         outcome.attempt, outcome.instance = number, self.instance
         await self._finish(delivery, keys, outcome)
+
+    async def _cascade(self, keys: TaskKeys) -> None:
+        """Cancel the tasks the cancelled task submitted (its journal names them)."""
+        for event in await read_all(self.store, keys):
+            if event.kind == "child" and isinstance(event.data, dict):
+                child, agent = event.data.get("taskId"), event.data.get("agent")
+                if isinstance(child, str) and isinstance(agent, str) and is_name(agent) and is_name(child):
+                    at = TaskKeys(agent, self.client.subjects.sender, child)
+                    await self.client.cancel_keys(at, f"its parent task {keys.task_id} was cancelled")
 
     async def _handed_back(self, attempt: Attempt) -> None:
         """Journal why an attempt ended without an outcome (its task's story, should all fail)."""

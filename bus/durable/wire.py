@@ -53,10 +53,12 @@ class TaskRecord(Wire):
 class TaskEvent(Wire):
     """One entry of a task's journal: an attempt starting or ending, or its handler's progress."""
 
-    kind: Literal["attempt", "progress", "handed-back", "ended"]
+    kind: Literal["attempt", "progress", "child", "handed-back", "ended"]
     """``attempt``: attempt ``attempt`` started on ``instance``; ``progress``: the handler's
-    update (``data``); ``handed-back``: the attempt stopped without an outcome (``message``
-    says why); ``ended``: the task's outcome (never stored: a follower's last event)."""
+    update (``data``); ``child``: the handler submitted the task ``data`` names
+    (``{"taskId", "agent"}``), cancelled with this one; ``handed-back``: the attempt
+    stopped without an outcome (``message`` says why); ``ended``: the task's outcome
+    (never stored: a follower's last event)."""
     attempt: int = 0
     at: int = 0
     """Milliseconds since the epoch."""

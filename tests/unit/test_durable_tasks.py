@@ -284,3 +284,90 @@ async def test_a_follower_sees_events_as_written_and_a_later_attempt_continues_t
                 with anyio.fail_after(5):
                     assert await task.result() == {"steps": 3}
     assert seen == [(1, "attempt", 1), (2, "attempt", 2), (3, "ended", 2)]
+
+
+def family(log: list[Any]) -> list[Agent]:
+    """A parent agent whose task submits child tasks to a child agent."""
+    parent, child = Agent("parent", max_concurrency=4), Agent("child", max_concurrency=4)
+
+    @parent.action("two")
+    async def two(ctx: Context, params: dict[str, Any]) -> Any:
+        first = await ctx.submit("child", "work", {"n": 1})
+        log.append(("submitted", ctx.task.number, first.id))
+        if ctx.task.number == 1 and params.get("stall"):
+            await anyio.sleep_forever()  # the instance dies here: the next attempt re-attaches
+        second = await ctx.submit("child", "work", {"n": 2})
+        return [await first.result(), await second.result()]
+
+    @parent.action("hang")
+    async def hang(ctx: Context, params: dict[str, Any]) -> Any:
+        await ctx.submit("child", "hang")
+        await anyio.sleep_forever()
+
+    @parent.action("loop")
+    async def loop(ctx: Context, params: dict[str, Any]) -> Any:
+        return await (await ctx.submit("parent", "two")).result()
+
+    @child.action("work")
+    async def work(ctx: Context, params: dict[str, Any]) -> Any:
+        log.append(("work", params["n"]))
+        return params["n"] * 10
+
+    @child.action("hang")
+    async def child_hang(ctx: Context, params: dict[str, Any]) -> Any:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            log.append(("child stopped",))
+
+    return [parent, child]
+
+
+async def test_a_parent_run_again_re_attaches_to_its_children_instead_of_submitting_them_twice() -> None:
+    log: list[Any] = []
+    parent, child = family(log)
+    async with TestBroker(ack_wait=0.3) as broker, broker.runtime(child), broker.runtime() as client:
+        task = await client.tasks.submit("parent", "two", {"stall": True})
+        async with broker.runtime(parent) as first:
+            with anyio.fail_after(3):
+                while not any(entry[0] == "submitted" for entry in log):
+                    await anyio.sleep(0.01)
+            await first.tasks.stop(0, hand_back=False)  # a crash after the first child was submitted
+        async with broker.runtime(parent):
+            with anyio.fail_after(5):
+                assert await task.result() == [10, 20]
+    submitted = [entry for entry in log if entry[0] == "submitted"]
+    assert [n for _, n, _ in submitted] == [1, 2] and submitted[0][2] == submitted[1][2]  # the same child
+    assert sorted(entry for entry in log if entry[0] == "work") == [("work", 1), ("work", 2)]  # each once
+
+
+async def test_cancelling_a_parent_task_cancels_its_children() -> None:
+    log: list[Any] = []
+    async with TestBroker() as broker, broker.runtime(*family(log)) as rt:
+        task = await rt.tasks.submit("parent", "hang")
+        with anyio.fail_after(3):
+            while True:
+                children = [e for e in [e async for e in _until_child(task)] if e.kind == "child"]
+                if children:
+                    break
+            await task.cancel()
+            while ("child stopped",) not in log:
+                await anyio.sleep(0.01)
+        child = TaskKeys(children[0].data["agent"], rt.bus.subjects.sender, children[0].data["taskId"])
+        stored = await broker.durable.get(child.outcome)
+    assert stored is not None and b'"cancelled"' in stored and b"its parent task" in stored
+
+
+async def _until_child(task: Any) -> Any:
+    async for event in task.events():
+        yield event
+        if event.kind == "child":
+            return
+
+
+async def test_a_child_task_keeps_the_lineage_of_its_parent() -> None:
+    async with TestBroker() as broker, broker.runtime(*family([])) as rt:
+        task = await rt.tasks.submit("parent", "loop")
+        with anyio.fail_after(3), pytest.raises(A2AError) as raised:
+            await task.result()
+    assert raised.value.code == "CYCLE_DETECTED"
