@@ -46,6 +46,16 @@ What maps to what:
   without an interrupt, as nobody could name it again). Thread ids are scoped by agent
   and user (``ctx.user_id``): the same id from another user names another thread, so
   nobody resumes or reads a thread that is not theirs.
+- **Durable tasks.** Run as a durable task (``rt.tasks.submit``), a graph compiled without
+  a checkpointer runs with :class:`~a2a.adapters.langgraph_durable.TaskSaver`, which keeps
+  its latest checkpoint and the writes of the nodes finished since in the task
+  (``ctx.task.checkpoint``), stored before the next step starts (``durability="sync"``).
+  When the task comes back after its instance died, the run continues on the same thread
+  from that checkpoint: a crash in node 3 of 5 runs node 3 again (with the tools and bus
+  calls it makes), not nodes 1 and 2. A graph with a saver of its own (compiled with one,
+  or ``checkpointer=``) keeps using it, on a fresh thread per run as for a call, and starts
+  over on redelivery; so does a graph with a ``DeltaChannel``, whose value needs older
+  checkpoints than the task keeps. A checkpoint above 1 MB ends the task PAYLOAD_TOO_LARGE.
 - **Errors.** A bus error raised inside a node or tool (CYCLE_DETECTED from a bus tool,
   say) reaches the caller as itself; other failures are AGENT_ERROR.
 """
@@ -63,13 +73,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphRecursionError
 from langgraph.pregel import Pregel
-from langgraph.types import Command, Interrupt
+from langgraph.types import Command, Durability, Interrupt
 
 from bus.errors import A2AError, AgentError, InputRequired, InvalidParams, MaxHopsExceeded
 
 from ..core.agent import Agent
 from ..core.context import Context
 from . import bridge
+from .langgraph_durable import TaskSaver, resumable
 from .langgraph_stream import UsageReporter, final_output, jsonable, progress_of, question_of
 from .langgraph_tools import ToolCalls, langchain_tools, watching
 
@@ -126,7 +137,8 @@ def from_langgraph(
             message's text, or the state as JSON). It must be JSON-serialisable.
         recursion_limit: LangGraph's step limit for each run.
         checkpointer: a saver to run the graph with, instead of the one it was compiled
-            with; needed to answer interrupts, and shared by every replica to do so.
+            with; needed to answer interrupts, and shared by every replica to do so. A graph
+            with none keeps its checkpoints in the durable task it runs as, to resume there.
         **identity: the bus agent's ``capabilities``, ``description``, ``action`` (its
             ``defaultAction``, "run"), ``max_concurrency``, ``metadata`` and
             ``estimated_tokens`` (:class:`a2a.adapters.bridge.Identity`); ``max_concurrency``
@@ -170,11 +182,21 @@ class _GraphRun:
         self.recursion_limit = recursion_limit
         saver = graph.checkpointer
         self.saver = saver if isinstance(saver, BaseCheckpointSaver) else None
+        self.durable = self.saver is None and resumable(graph)
+        """Whether a durable task of this graph keeps its checkpoints in the task (see
+        :mod:`a2a.adapters.langgraph_durable`); a graph with a saver of its own uses that one."""
 
     async def handle(self, ctx: Context, params: dict[str, Any]) -> Any:
         named = params.get("thread_id") or ctx.thread_id
         thread_id = named or uuid.uuid4().hex
         key = _thread_key(ctx, thread_id)
+        graph, task_saver = self.graph, None
+        if self.durable and ctx.task.task_id is not None:
+            # A durable task on a graph without a saver of its own: its checkpoints are kept
+            # in the task, on a thread of the task's, so a later attempt continues the run.
+            key = _thread_key(ctx, f"task-{ctx.task.task_id}")
+            task_saver = TaskSaver(ctx.task, key)
+            graph = graph.copy({"checkpointer": task_saver})
         limit = min(self.recursion_limit, params.get("recursion_limit") or self.recursion_limit)
         usage = UsageReporter(ctx)
         config: RunnableConfig = {
@@ -187,12 +209,14 @@ class _GraphRun:
         if "resume" in params:
             await self._check_pending(config, params["resume"], thread_id)
             graph_input = Command(resume=params["resume"])
+        elif task_saver is not None and task_saver.resumed:
+            graph_input = None  # LangGraph continues the thread from its last checkpoint
         else:
             graph_input = self.input_of(bridge.input_text(ctx, params, "text"))
         interrupts: list[Interrupt] | None = None
         with bridge.running(ctx), watching() as calls:
             try:
-                state, interrupts = await self._stream(ctx, graph_input, config, usage, calls)
+                state, interrupts = await self._stream(graph, ctx, graph_input, config, usage, calls)
             except GraphRecursionError:
                 raise MaxHopsExceeded(
                     f"the graph reached its recursion limit of {limit} steps (LangGraph GraphRecursionError)",
@@ -212,15 +236,23 @@ class _GraphRun:
         return self.output_of(state)
 
     async def _stream(
-        self, ctx: Context, graph_input: Any, config: RunnableConfig, usage: UsageReporter, calls: ToolCalls
+        self,
+        graph: AnyGraph,
+        ctx: Context,
+        graph_input: Any,
+        config: RunnableConfig,
+        usage: UsageReporter,
+        calls: ToolCalls,
     ) -> tuple[Any, list[Interrupt] | None]:
         """Run the graph to its end or an interrupt: (final state, interrupts or None)."""
         state: Any = None
         interrupts: list[Interrupt] | None = None
+        # A step's checkpoint is kept before the next step starts, when the saver is the task's.
+        durability: Durability | None = "sync" if isinstance(graph.checkpointer, TaskSaver) else None
         # astream is an async generator: closing it cancels the node tasks still running.
         stream = cast(
             AsyncGenerator[tuple[str, Any], None],
-            self.graph.astream(graph_input, config, stream_mode=["updates", "values"]),
+            graph.astream(graph_input, config, stream_mode=["updates", "values"], durability=durability),
         )
         async with aclosing(stream) as chunks:
             async for mode, data in chunks:
