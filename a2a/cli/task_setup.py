@@ -14,6 +14,7 @@ exists is brought to these settings, a bucket that exists is kept as it is.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import anyio
 
@@ -29,7 +30,7 @@ from .common import CommandError, integer, run_interruptibly, settings_from
 __all__ = ["add_setup_parser"]
 
 
-def add_setup_parser(verbs: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
+def add_setup_parser(verbs: Any, parents: list[argparse.ArgumentParser]) -> None:
     v = verbs.add_parser(
         "setup",
         parents=parents,

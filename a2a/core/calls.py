@@ -123,9 +123,6 @@ class CallPath:
         if parent is not None:
             limit = min(limit, parent.deadline - t0)
         meta = self._metadata(parent, options, limit if limit > 0 else 0.0, fan_out=fan_out)
-        max_hops = options.max_hops
-        if max_hops is not None and max_hops < meta.max_hops:
-            meta.max_hops = max(1, max_hops)
         source = parent.agent if parent is not None else self.client
         env = self._envelope(route, action, params, options, parent, meta)
         delegation = options.delegation
@@ -144,7 +141,9 @@ class CallPath:
                 deadline = t0 + limit
                 tried: set[str] = set()
                 if route.capabilities and self.view is not None and not self.view.ready.is_set():
-                    await self._view_ready(deadline)
+                    # Wait (a little) for the registry view's first snapshot.
+                    with anyio.move_on_after(min(VIEW_READY_WAIT, max(0.0, deadline - clock()))):
+                        await self.view.ready.wait()
                 while True:
                     if route.agent is not None:
                         name = route.agent
@@ -155,10 +154,7 @@ class CallPath:
                             env = msgspec.structs.replace(env, target_agent_id=name)
                         else:  # not sent yet: still this call's own envelope
                             env.target_agent_id = name
-                    if meta.depth:
-                        services.policy.check_call(source, name)
-                    if name in meta.call_chain:
-                        check_cycle(meta, name)
+                    self._check(meta, source, name)
                     if delegation is not None and delegation.objective and objective is None:
                         objective = self._start_objective(env, name)
                     headers = trace.sending(subject, name)
@@ -249,34 +245,31 @@ class CallPath:
         parent: Parent | None = None,
     ) -> tuple[RequestEnvelope, str]:
         """The request of a durable task, and the agent whose queue takes it (by capability:
-        the agent of the best instance now). Submitted from a handler (``parent``), it is
-        that request's child as a call would be, with the caller's checks of a call:
-        depth, the roster, cycles; its deadline no later than the parent's.
+        the agent of the best instance now); from a handler (``parent``), its child as a
+        call would be, checked as a call is (``timeout`` within the parent's time left).
 
         Raises:
-            InvalidParams: the route names one instance (a task goes to an agent).
-            NoCapableAgent: no live instance offers the capabilities.
-            A2AError: a caller's check refused it (MAX_DEPTH_EXCEEDED, PERMISSION_DENIED, ...).
+            A2AError: INVALID_PARAMS for one instance (a task goes to an agent),
+                NO_CAPABLE_AGENT, or a caller's check (MAX_DEPTH_EXCEEDED, PERMISSION_DENIED...).
         """
         if route.instance is not None:
             raise InvalidParams("a durable task goes to an agent or a capability, not to one instance")
-        if parent is not None:
-            timeout = min(timeout, parent.deadline - self.services.clock())
-            if timeout <= 0:
-                raise DeadlineExceeded("no time left for this task: the parent's deadline has passed")
         agent = route.agent if route.agent is not None else self._resolve(route, set(), parent)[1]
         meta = self._metadata(parent, options, timeout)
-        if options.max_hops is not None and options.max_hops < meta.max_hops:
-            meta.max_hops = max(1, options.max_hops)
         if parent is not None:
             if meta.depth >= meta.max_depth:
                 check_depth(meta)
-            self.services.policy.check_call(parent.agent, agent)
-            if agent in meta.call_chain:
-                check_cycle(meta, agent)
+            self._check(meta, parent.agent, agent)
         env = self._envelope(route, action, params, options, parent, meta)
         env.target_agent_id = agent
         return env, agent
+
+    def _check(self, meta: Metadata, source: str, target: str) -> None:
+        """The caller's checks of a child request: the roster's rights, then cycles."""
+        if meta.depth:
+            self.services.policy.check_call(source, target)
+        if target in meta.call_chain:
+            check_cycle(meta, target)
 
     def _metadata(
         self,
@@ -307,32 +300,35 @@ class CallPath:
                 meta.priority = priority
             if budget is not None:
                 meta.budget = budget
-            return meta
-        pm = parent.request.metadata
-        rules = parent.rules
-        depth = pm.depth + 1
-        # Never deeper than the parent allowed, nor than the calling agent's own limit; a
-        # callee that may not delegate gets a limit its own calls would reach at once.
-        max_depth = min(pm.max_depth, rules.max_depth)
-        if options.grants is not None and not options.grants.allow_nested_calls:
-            max_depth = min(max_depth, depth + 1)
-        return Metadata(
-            timestamp=now,
-            correlation_id=correlation_id or new_id(),
-            hop_count=pm.hop_count + 1,
-            max_hops=pm.max_hops,
-            priority=priority or pm.priority,
-            ttl_ms=ttl_ms,
-            deadline=now + ttl_ms,
-            depth=depth,
-            max_depth=max_depth,
-            call_chain=[*pm.call_chain, parent.agent],
-            budget=budget if budget is not None else pm.budget,
-            parent_id=pm.correlation_id,
-            fan_out=fan_out,
-            max_fan_out=rules.max_fan_out,
-            batch_replies=batch_replies,
-        )
+        else:
+            pm = parent.request.metadata
+            rules = parent.rules
+            depth = pm.depth + 1
+            # Never deeper than the parent allowed, nor than the calling agent's own limit; a
+            # callee that may not delegate gets a limit its own calls would reach at once.
+            max_depth = min(pm.max_depth, rules.max_depth)
+            if options.grants is not None and not options.grants.allow_nested_calls:
+                max_depth = min(max_depth, depth + 1)
+            meta = Metadata(
+                timestamp=now,
+                correlation_id=correlation_id or new_id(),
+                hop_count=pm.hop_count + 1,
+                max_hops=pm.max_hops,
+                priority=priority or pm.priority,
+                ttl_ms=ttl_ms,
+                deadline=now + ttl_ms,
+                depth=depth,
+                max_depth=max_depth,
+                call_chain=[*pm.call_chain, parent.agent],
+                budget=budget if budget is not None else pm.budget,
+                parent_id=pm.correlation_id,
+                fan_out=fan_out,
+                max_fan_out=rules.max_fan_out,
+                batch_replies=batch_replies,
+            )
+        if options.max_hops is not None and options.max_hops < meta.max_hops:
+            meta.max_hops = max(1, options.max_hops)  # a caller may only lower it
+        return meta
 
     def _start_objective(self, env: RequestEnvelope, target: str) -> str:
         """Caller side of seed 002's cycle rule: the same objective may not be in progress twice."""
@@ -345,12 +341,6 @@ class CallPath:
             )
         self._objectives.add(key)
         return key
-
-    async def _view_ready(self, deadline: float) -> None:
-        """Wait (a little) for the registry view's first snapshot."""
-        assert self.view is not None
-        with anyio.move_on_after(min(VIEW_READY_WAIT, max(0.0, deadline - self.services.clock()))):
-            await self.view.ready.wait()
 
     def _resolve(self, route: Route, tried: set[str], parent: Parent | None) -> tuple[str, str, str | None]:
         """Subject, agent name and (for registry routing) instance id of a route."""

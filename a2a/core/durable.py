@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from bus.durable import Taker, TaskClient, TaskStore
-from bus.errors import A2AError, InvalidParams, Unavailable
+from bus.errors import A2AError, DeadlineExceeded, InvalidParams, Unavailable
 from bus.subjects import Subjects
 from transports import NatsTransport, Transport, TransportError
 from transports.durable import DurableStore
@@ -141,9 +141,13 @@ class Tasks:
             or not 1 <= max_attempts <= 100
         ):
             raise InvalidParams("max_attempts is an integer from 1 to 100")
+        limit = min(limit, self.max_ttl)
+        if parent is not None:  # a child ends by its parent's deadline
+            limit = min(limit, parent.remaining())
+            if limit <= 0:
+                raise DeadlineExceeded("no time left for this task: the parent's deadline has passed")
         try:
             route = as_route(target)
-            limit = min(limit, self.max_ttl)
             request, agent = self.calls.task_request(route, action, params, options, limit, parent)
             record, created = await client.submit(request, agent, key=key, max_attempts=max_attempts)
         except A2AError:
