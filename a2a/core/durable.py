@@ -149,11 +149,22 @@ class Tasks:
         try:
             route = as_route(target)
             request, agent = self.calls.task_request(route, action, params, options, limit, parent)
-            record, created = await client.submit(request, agent, key=key, max_attempts=max_attempts)
-        except A2AError:
-            raise
+            queue = self.calls.bus.subjects.task_queue(agent)
         except ValueError as exc:  # a name that is no subject token
             raise InvalidParams(str(exc)) from None
+        # The submission's span: every attempt's span is its child, one trace across attempts.
+        trace = self.calls.services.telemetry.call(request, route)
+        try:
+            headers = trace.sending(queue, agent)
+            record, created = await client.submit(
+                request, agent, key=key, max_attempts=max_attempts, trace=headers
+            )
+            trace.ended(None)
+        except A2AError as exc:
+            trace.ended(exc)
+            raise
+        finally:
+            trace.close()
         return Task(client, record, created)
 
     async def get(self, task_id: str, user_id: str | None = None) -> Task:

@@ -17,7 +17,7 @@ import msgspec
 
 from bus.durable import Attempt, TaskOutcome
 from bus.durable.wire import now_ms
-from bus.errors import A2AError, AgentError, DeadlineExceeded
+from bus.errors import A2AError, AgentError, BudgetExceeded, DeadlineExceeded
 
 from ..stores.audit import callee_record
 from .admission import admit
@@ -52,17 +52,22 @@ class TaskHost:
         if meta.deadline is not None:  # it may have waited: the time left is the deadline's
             meta.ttl_ms = max(0, meta.deadline - now_ms())
         t0 = services.clock()
-        trace = services.telemetry.handle(env, None, name, self.instance.instance_id)
+        trace = services.telemetry.handle(env, attempt.queued.trace, name, self.instance.instance_id)
         ctx: Context | None = None
         error: A2AError | None = None
         result = None
         try:
             try:
+                if attempt.spent_before and meta.budget is not None:  # reserved across attempts
+                    meta.budget -= attempt.spent_before
+                    if meta.budget <= 0:
+                        raise BudgetExceeded("the task's earlier attempts spent its whole token budget")
                 action, params, deadline = admit(self.agent, services.policy, services.guard, env, sender, t0)
                 task = asyncio.current_task()
                 assert task is not None
                 held = Lease(self.slots, task, "", t0, deadline, sender)
                 ctx = Context(self.instance, env, deadline, action.name, params, held, attempt)
+                attempt.spent = lambda: ctx.usage.total if ctx is not None else 0
                 with anyio.fail_after(max(0.0, deadline - services.clock())):
                     await held.take()
                     try:

@@ -1,7 +1,8 @@
 """One attempt at a durable task, as its handler sees it: checkpoints and journaled side effects.
 
-``checkpoint(state)`` keeps the handler's progress; a later attempt (after a crash or a
-shutdown) reads it back as ``last_checkpoint`` and resumes from there. ``effect(name, fn)``
+``checkpoint(state)`` keeps the handler's progress (and the tokens the task spent so far); a
+later attempt (after a crash or a shutdown) reads it back as ``last_checkpoint`` and resumes
+from there, with the task's budget less what was spent. ``effect(name, fn)``
 runs a side effect at most once per task: its start is recorded before ``fn`` runs and
 its result after; a later attempt gets the recorded result without running it, and one
 that finds a start without an end raises EFFECT_IN_DOUBT (it never runs it again), unless
@@ -20,7 +21,7 @@ from ..errors import A2AError, EffectInDoubt, InvalidParams
 from .journal import Journal
 from .keys import TaskKeys
 from .store import TaskStore
-from .wire import EffectRecord, QueuedTask, TaskEvent, now_ms
+from .wire import Checkpoint, EffectRecord, QueuedTask, TaskEvent, now_ms
 
 __all__ = ["Attempt", "LocalAttempt"]
 
@@ -48,6 +49,11 @@ class Attempt:
         """Tasks this attempt's handler submitted so far (their order names their call sites)."""
         self.last_checkpoint: Any = None
         """What the last :meth:`checkpoint` of an earlier attempt (or this one) kept; None at first."""
+        self.spent_before = 0
+        """Tokens the task's earlier attempts had spent at their last checkpoint: this attempt's
+        budget is what is left of the task's."""
+        self.spent: Callable[[], int] = lambda: 0
+        """Tokens this attempt has spent so far (its handler's usage, once it runs)."""
         self._running: set[str] = set()
 
     @property
@@ -60,7 +66,9 @@ class Attempt:
         Raises:
             Unavailable: the store could not keep it.
         """
-        await self.store.put(self.keys.checkpoint, state)
+        await self.store.put(
+            self.keys.checkpoint, Checkpoint(state=state, spent=self.spent_before + self.spent())
+        )
         self.last_checkpoint = state
 
     async def progress(self, update: Any) -> None:

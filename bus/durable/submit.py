@@ -43,7 +43,13 @@ class TaskClient:
         self.subjects = subjects
 
     async def submit(
-        self, request: RequestEnvelope, agent: str, *, key: str | None, max_attempts: int
+        self,
+        request: RequestEnvelope,
+        agent: str,
+        *,
+        key: str | None,
+        max_attempts: int,
+        trace: dict[str, str] | None = None,
     ) -> tuple[TaskRecord, bool]:
         """Accept ``request`` as a task for ``agent``; its correlation id is the task id.
 
@@ -85,7 +91,7 @@ class TaskClient:
         try:
             if not await store.create(keys.record(sender, task_id), record):
                 raise InvalidParams("a task with this id exists already", details={"field": "taskId"})
-            queued = QueuedTask(task_id=task_id, request=request, max_attempts=max_attempts)
+            queued = QueuedTask(task_id=task_id, request=request, max_attempts=max_attempts, trace=trace)
             ttl = max(1.0, (record.deadline - now_ms()) / 1000)
             await store.enqueue(subject, task_id, queued, ttl=ttl)
         except A2AError:

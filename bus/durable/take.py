@@ -38,7 +38,7 @@ from .journal import Journal, first_free, read_all
 from .keys import TaskKeys, cancels_for
 from .store import TaskStore
 from .submit import TaskClient
-from .wire import QueuedTask, TaskEvent, TaskOutcome, now_ms
+from .wire import Checkpoint, QueuedTask, TaskEvent, TaskOutcome, now_ms
 
 __all__ = ["RunAttempt", "Taker"]
 
@@ -46,6 +46,9 @@ log = logging.getLogger("a2a.tasks")
 
 RunAttempt = Callable[[Attempt, str], Awaitable[TaskOutcome]]
 """Runs one attempt for the sender (the token its queue subject names); returns its outcome."""
+
+BACKOFF_CAP = 300.0
+"""Seconds an attempt waits at most before it runs, after the attempts before it died."""
 
 TAKE_WAIT = 5.0
 """Seconds one take waits for work before it asks again."""
@@ -168,16 +171,23 @@ class Taker:
         started = TaskEvent(kind="attempt", attempt=number, at=now_ms(), instance=self.instance)
         found: list[Any] = [None]
 
+        pause = [0.0]
+
         async def journal_start() -> None:
             if number > 1:  # earlier attempts wrote there: start after them
                 attempt.journal.next = await first_free(store, keys)
+                if attempt.journal.next > 1:
+                    last = await store.get(keys.event(attempt.journal.next - 1), TaskEvent)
+                    pause[0] = _backoff(number, delivery.ack_wait, last)
             await attempt.journal.append(started)
 
         async def read(index: int, key: str, kind: type[Any]) -> None:
             found[index] = await store.get(key, kind)
 
         async def read_checkpoint() -> None:
-            attempt.last_checkpoint = await store.get(keys.checkpoint, object)
+            kept = await store.get(keys.checkpoint, Checkpoint)
+            if kept is not None:
+                attempt.last_checkpoint, attempt.spent_before = kept.state, kept.spent
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(journal_start)
@@ -193,6 +203,8 @@ class Taker:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._keep_alive, delivery)
             tg.start_soon(self._watch_cancel, keys, tg.cancel_scope)
+            if pause[0] > 0:  # its earlier attempts died: give what kills them a rest
+                await anyio.sleep(pause[0])
             outcome = await run_attempt(attempt, sender)
             tg.cancel_scope.cancel()
         if outcome is None:  # cancelled through its cancel key: the canceller stored the outcome
@@ -268,3 +280,14 @@ class Taker:
             while await self.store.raw.get(keys.cancel) is None:  # whatever it holds, it is there
                 await notice.wait()
         scope.cancel()
+
+
+def _backoff(number: int, ack_wait: float, last: TaskEvent | None) -> float:
+    """Seconds attempt ``number`` waits before it runs, when the one before died: doubling
+    from the ack wait (which has passed already by the time it is delivered again), counted
+    from the last sign of life of the attempt before, at most BACKOFF_CAP. An attempt after
+    a hand-back (its instance stopped cleanly) does not wait."""
+    if last is None or last.kind == "handed-back":
+        return 0.0
+    wanted = min(BACKOFF_CAP, ack_wait * 2.0 ** (number - 2))
+    return max(0.0, min(wanted - (now_ms() - last.at) / 1000, BACKOFF_CAP))

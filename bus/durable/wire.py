@@ -9,12 +9,24 @@ from msgspec import Meta
 
 from ..wire import ErrorInfo, RequestEnvelope, TokenUsage, Wire
 
-__all__ = ["TASK_ID", "EffectRecord", "QueuedTask", "TaskEvent", "TaskOutcome", "TaskRecord", "now_ms"]
+__all__ = [
+    "TASK_ID",
+    "Checkpoint",
+    "EffectRecord",
+    "QueuedTask",
+    "TaskEvent",
+    "TaskOutcome",
+    "TaskRecord",
+    "now_ms",
+]
 
 TASK_ID = r"^[A-Za-z0-9_-]{1,64}$"
 TaskId = Annotated[str, Meta(pattern=TASK_ID)]
 """A task id: one token of a KV key (the runtime's are 32 hex characters)."""
 Attempts = Annotated[int, Meta(ge=1, le=100)]
+TraceHeaders = Annotated[
+    dict[Annotated[str, Meta(max_length=64)], Annotated[str, Meta(max_length=512)]], Meta(max_length=4)
+]
 
 
 def now_ms() -> int:
@@ -28,6 +40,8 @@ class QueuedTask(Wire):
     task_id: TaskId
     request: RequestEnvelope
     max_attempts: Attempts = 5
+    trace: TraceHeaders | None = None
+    """The submitter's trace context (``traceparent``): every attempt's span joins its trace."""
 
 
 class TaskRecord(Wire):
@@ -69,6 +83,13 @@ class TaskEvent(Wire):
     """Its place in the journal (1, 2, ...): the cursor to follow the task after it."""
     state: str | None = None
     """The task's state once it ended (``ended`` only)."""
+
+
+class Checkpoint(Wire):
+    """A handler's last checkpoint, and the tokens its task had spent by then (all attempts)."""
+
+    state: Any = None
+    spent: int = 0
 
 
 class EffectRecord(Wire):

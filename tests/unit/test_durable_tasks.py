@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from a2a import A2AError, Agent, Context
+from a2a import A2AError, Agent, CallOptions, Context
 from a2a.errors import Cancelled, DeadlineExceeded, EffectInDoubt, PermissionDenied, Unavailable
 from a2a.testing import TestBroker
 from bus.durable.keys import TaskKeys
@@ -53,6 +53,20 @@ def worker(log: list[Any]) -> Agent:
             return "sent"
 
         return await ctx.task.effect("send-mail", send)
+
+    @agent.action("stall")
+    async def stall(ctx: Context, params: dict[str, Any]) -> Any:
+        log.append(("ran", ctx.task.number, anyio.current_time()))
+        await anyio.sleep_forever()
+
+    @agent.action("spend")
+    async def spend(ctx: Context, params: dict[str, Any]) -> Any:
+        log.append(("spend", ctx.task.number, ctx.budget_left))
+        ctx.report_usage(completion=60)
+        await ctx.task.checkpoint("spent")
+        if ctx.task.number == 1:
+            await anyio.sleep_forever()
+        return "done"
 
     @agent.action("report")
     async def report(ctx: Context, params: dict[str, Any]) -> Any:
@@ -371,3 +385,65 @@ async def test_a_child_task_keeps_the_lineage_of_its_parent() -> None:
         with anyio.fail_after(3), pytest.raises(A2AError) as raised:
             await task.result()
     assert raised.value.code == "CYCLE_DETECTED"
+
+
+async def test_attempts_after_a_crash_wait_longer_each_time() -> None:
+    log: list[Any] = []
+    async with TestBroker(ack_wait=0.2) as broker, broker.runtime() as client:
+        await client.tasks.submit("worker", "stall", timeout=30)
+        for n in (1, 2, 3):
+            async with broker.runtime(worker(log)) as instance:
+                with anyio.fail_after(5):
+                    while len(log) < n:
+                        await anyio.sleep(0.01)
+                await instance.tasks.stop(0, hand_back=False)  # a crash holding it
+    runs = [t for _, _, t in log]
+    assert [n for _, n, _ in log] == [1, 2, 3]
+    assert 0.15 < runs[1] - runs[0] < 0.45  # the ack wait
+    assert 0.35 < runs[2] - runs[1] < 0.8  # twice the ack wait
+
+
+async def test_a_later_attempt_gets_what_is_left_of_the_tasks_budget() -> None:
+    log: list[Any] = []
+    async with TestBroker(ack_wait=0.2) as broker, broker.runtime() as client:
+        task = await client.tasks.submit("worker", "spend", options=CallOptions(budget=100))
+        async with broker.runtime(worker(log)) as first:
+            with anyio.fail_after(3):
+                while not log:
+                    await anyio.sleep(0.01)
+            await first.tasks.stop(0, hand_back=False)
+        async with broker.runtime(worker(log)):
+            with anyio.fail_after(5), pytest.raises(A2AError) as raised:
+                await task.result()
+    assert [entry[2] for entry in log] == [100, 40]  # the second attempt starts with 40 left
+    assert raised.value.code == "BUDGET_EXCEEDED"
+
+
+async def test_every_attempt_of_a_task_is_in_the_trace_of_its_submission() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from a2a.observability.telemetry import Telemetry
+
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    telemetry = Telemetry(provider)
+    log: list[Any] = []
+    async with TestBroker(ack_wait=0.2) as broker, broker.runtime(telemetry=telemetry) as client:
+        task = await client.tasks.submit("worker", "steps")
+        async with broker.runtime(worker(log), telemetry=telemetry) as first:
+            with anyio.fail_after(3):
+                while ("step", 1, 1, "receipt-1") not in log:
+                    await anyio.sleep(0.01)
+            await first.tasks.stop(0, hand_back=False)
+        async with broker.runtime(worker(log), telemetry=telemetry):
+            with anyio.fail_after(5):
+                await task.result()
+    finished = spans.get_finished_spans()
+    sent = [s for s in finished if s.name == "send worker.steps"]
+    handled = [s for s in finished if s.name == "process worker.steps"]
+    assert len(sent) == 1 and len(handled) == 2
+    assert {s.context.trace_id for s in handled} == {sent[0].context.trace_id}
+    assert all(s.parent is not None and s.parent.span_id == sent[0].context.span_id for s in handled)
