@@ -106,17 +106,29 @@ class DurableStore(abc.ABC):
 
 class Notice:
     """Fired each time a watched key is written; :meth:`wait` returns after a write since
-    the last wait returned (writes in between are one notice: read the key then)."""
+    the last wait returned (writes in between are one notice: read the key then).
+
+    When the store can vouch for what it heard (a write it stored, not one it refused),
+    :attr:`written` holds the values since the last wait, by key: a reader may use them
+    instead of reading the store again.
+    """
 
     def __init__(self) -> None:
         self._event = anyio.Event()
+        self.written: dict[str, bytes] = {}
 
-    def fire(self) -> None:
+    def fire(self, key: str | None = None, value: bytes | None = None) -> None:
+        if key is not None and value is not None:
+            self.written[key] = value
         self._event.set()
 
     async def wait(self) -> None:
         await self._event.wait()
         self._event = anyio.Event()
+
+    def take(self, key: str) -> bytes | None:
+        """The value last heard for ``key`` (and forget it), or None."""
+        return self.written.pop(key, None)
 
 
 @dataclass(eq=False)
@@ -270,7 +282,7 @@ class MemoryDurable(DurableStore):
         for pattern, notices in self._watchers.items():
             if pattern == key or subject_matches(pattern, key):
                 for notice in notices:
-                    notice.fire()
+                    notice.fire(key, value)  # only stored writes get here: a lost create does not
 
     async def delete(self, key: str) -> None:
         self._kv.pop(_checked(key), None)

@@ -32,6 +32,7 @@ from nats.js.api import (
     AckPolicy,
     ConsumerConfig,
     KeyValueConfig,
+    RePublish,
     RetentionPolicy,
     StorageType,
     StreamConfig,
@@ -63,6 +64,11 @@ class StoreConfig:
     """Keep the stream and bucket in memory (lost when the server stops) instead of in files."""
     keep: float = 14 * 86400.0
     """Seconds the bucket keeps a key after its last write (records, outcomes, journals)."""
+    updates: str = ""
+    """Where the server republishes each write the bucket stored (``<updates>.<key>``): a
+    watcher there hears stored values only, never a ``create`` the bucket refused, and can
+    use them without reading the key again. Empty: watchers listen to the bucket's own
+    subjects and read each key they hear of."""
 
     @property
     def storage(self) -> StorageType:
@@ -87,7 +93,12 @@ class StoreConfig:
             replicas=self.replicas,
             ttl=self.keep,
             direct=True,
+            republish=self.republish,
         )
+
+    @property
+    def republish(self) -> RePublish | None:
+        return RePublish(src=f"$KV.{self.bucket}.>", dest=f"{self.updates}.>") if self.updates else None
 
     def consumer_config(self, consumer: str, subject: str) -> ConsumerConfig:
         return ConsumerConfig(
@@ -143,7 +154,8 @@ class JetStreamDurable(DurableStore):
         self._watchers: dict[str, list[Notice]] = {}
         self._patterns: dict[str, list[Notice]] = {}
         self._watching: dict[str, int] = {}
-        self._key_at = len(f"$KV.{config.bucket}.")
+        self._listen_at = f"$KV.{config.bucket}."
+        """The prefix of the subjects watchers listen on (before the key)."""
 
     async def open(self) -> None:
         """Find the stream and the bucket, or make them.
@@ -168,6 +180,9 @@ class JetStreamDurable(DurableStore):
                 self._kv = await self._js.key_value(c.bucket)
             except nats.js.errors.BucketNotFoundError:
                 self._kv = await self._js.create_key_value(c.bucket_config())
+            republished = (await self._js.stream_info(f"KV_{c.bucket}")).config.republish
+            if c.updates and republished is not None and republished.dest == f"{c.updates}.>":
+                self._listen_at = f"{c.updates}."  # stored writes only: their values can be used
 
     # -- queue ---------------------------------------------------------------------------
 
@@ -254,7 +269,7 @@ class JetStreamDurable(DurableStore):
         self._watching[family] = self._watching.get(family, 0) + 1
         try:
             if family not in self._families:
-                subject = f"$KV.{self.config.bucket}.{family}"
+                subject = self._listen_at + family
                 self._families[family] = await self.transport.subscribe(subject, self._written)
             yield notice
         finally:
@@ -271,13 +286,19 @@ class JetStreamDurable(DurableStore):
                         await sub.unsubscribe()
 
     async def _written(self, msg: Any) -> None:
-        key = msg.subject[self._key_at :]
+        subject: str = msg.subject
+        if not subject.startswith(self._listen_at):
+            return
+        key = subject[len(self._listen_at) :]
+        value: bytes | None = None
+        if not subject.startswith("$KV.") and not (msg.headers and msg.headers.get("KV-Operation")):
+            value = msg.data  # republished by the server: a write it stored (not a delete)
         for notice in self._watchers.get(key, ()):
-            notice.fire()
+            notice.fire(key, value)
         for pattern, notices in self._patterns.items():
             if subject_matches(pattern, key):
                 for notice in notices:
-                    notice.fire()
+                    notice.fire(key, value)
 
     async def aclose(self) -> None:
         for sub in self._families.values():
@@ -324,7 +345,13 @@ async def provision(transport: NatsTransport, config: StoreConfig, consumers: di
             done.append(f"stream {config.stream}: created")
         try:
             await js.key_value(config.bucket)
-            done.append(f"bucket {config.bucket}: exists (kept as it is)")
+            bucket = (await js.stream_info(f"KV_{config.bucket}")).config
+            if config.republish is not None and bucket.republish != config.republish:
+                bucket.republish = config.republish
+                await js.update_stream(bucket)
+                done.append(f"bucket {config.bucket}: its writes now republished on {config.updates}.>")
+            else:
+                done.append(f"bucket {config.bucket}: exists (kept as it is)")
         except nats.js.errors.BucketNotFoundError:
             await js.create_key_value(config.bucket_config())
             done.append(f"bucket {config.bucket}: created")

@@ -108,7 +108,7 @@ def _task_submitter(subjects: Subjects, targets: Iterable[str]) -> tuple[list[st
             subjects.task_key(f"outcome.{target}.{me}.*"),  # a deadline or cancel ends its task
             subjects.task_key(f"cancel.{target}.{me}.*"),
         ]
-    subscribe = [subjects.task_key(keys.outcomes_of(me)), subjects.task_key(keys.events_of(me))]
+    subscribe = [subjects.task_update(keys.outcomes_of(me)), subjects.task_update(keys.events_of(me))]
     return publish, subscribe
 
 
@@ -130,7 +130,7 @@ def _task_taker(subjects: Subjects, agent: str) -> tuple[list[str], list[str]]:
         *(subjects.task_key(key) for key in mine),
         *(subjects.task_key_read(key) for key in [*mine, keys.cancels_for(agent)]),
     ]
-    return publish, [subjects.task_key(keys.cancels_for(agent))]
+    return publish, [subjects.task_update(keys.cancels_for(agent))]
 
 
 def _own(subjects: Subjects) -> list[str]:

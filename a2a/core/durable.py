@@ -218,6 +218,7 @@ def store_config(
         bucket=subjects.task_bucket,
         ack_wait=settings.task_ack_wait,
         keep=settings.max_task_ttl + KEEP_AFTER,
+        updates=subjects.task_updates,
         replicas=replicas,
         memory=memory,
     )

@@ -13,7 +13,7 @@ from transports.durable import Delivery, DurableStore, Notice
 
 from ..errors import InvalidParams, PayloadTooLarge, Unavailable
 
-__all__ = ["TaskStore"]
+__all__ = ["TaskStore", "decode"]
 
 T = TypeVar("T")
 
@@ -62,12 +62,7 @@ class TaskStore:
         """The value of ``key`` as ``kind``; None when missing (or unreadable: counted as missing)."""
         with _unavailable("reading a task's record"):
             data = await self.raw.get(key)
-        if data is None:
-            return None
-        try:
-            return msgspec.json.decode(data, type=kind)
-        except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
-            return None
+        return None if data is None else decode(data, kind)
 
     async def keys(self, pattern: str) -> list[str]:
         with _unavailable("listing tasks"):
@@ -75,3 +70,11 @@ class TaskStore:
 
     def watch(self, key: str, *, family: str | None = None) -> AbstractAsyncContextManager[Notice]:
         return self.raw.watch(key, family=family)
+
+
+def decode(data: bytes, kind: type[T]) -> T | None:
+    """``data`` as ``kind``, or None when it is not one (counted as missing)."""
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
+        return None

@@ -129,7 +129,9 @@ async def test_nobody_reaches_another_identitys_tasks(served: str, attacker: Any
         await reader.publish(
             subject, json.dumps({"state": "completed", "result": "forged"}).encode(), reply="_INBOX_reader.x"
         )
-    for subject in (f"{kv}.outcome.*.planner.*", f"{kv}.>", f"{kv}.cancel.writer.*.*"):
+    updates = SUBJECTS.task_updates
+    spied = (f"{kv}.outcome.*.planner.*", f"{kv}.>", f"{updates}.>", f"{updates}.outcome.*.planner.*")
+    for subject in (*spied, f"{updates}.cancel.writer.*.*"):
         await reader.nc.subscribe(subject)
     await reader.nc.flush()
     gateway = await attacker("gateway")  # a client identity reading the other client's task
@@ -140,7 +142,7 @@ async def test_nobody_reaches_another_identitys_tasks(served: str, attacker: Any
     refused = [e.lower() for e in reader.refused]
     for subject in [*reads, *writes, *queues, *api]:
         assert any(f'publish to "{subject.lower()}"' in e for e in refused), (subject, reader.refused)
-    assert sum("subscription to" in e for e in refused) == 3, reader.refused
+    assert sum("subscription to" in e for e in refused) == 5, reader.refused
     assert len([e for e in gateway.refused if "permissions violation" in e.lower()]) == 3, gateway.refused
     async with tasks_of(served, "planner") as planner:  # the task is as it was
         assert await (await planner.tasks.get(task.id)).result() == {"echo": "secret", "by": "writer"}
