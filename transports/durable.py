@@ -90,6 +90,16 @@ class DurableStore(abc.ABC):
     async def get(self, key: str) -> bytes | None:
         """The value of ``key``, or None when it does not exist."""
 
+    async def listen(self, family: str) -> None:
+        """Hear every stored write of ``family`` from now on (for :meth:`heard`); none by default."""
+        return None
+
+    def heard(self, key: str, family: str, since_ms: int) -> tuple[bool, bytes | None]:
+        """Whether every stored write of ``family`` since ``since_ms`` (milliseconds since the
+        epoch) has been heard (:meth:`listen`), and the value last heard for ``key``: when
+        the first is True and the second None, ``key`` was not written since."""
+        return False, None
+
     @abc.abstractmethod
     async def keys(self, pattern: str) -> list[str]:
         """The keys that match ``pattern`` (``*`` for one token, ``>`` for the rest) and hold a value."""

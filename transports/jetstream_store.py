@@ -20,6 +20,8 @@ operator may have made them with other settings (three replicas, say) and, under
 from __future__ import annotations
 
 import math
+import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
@@ -112,6 +114,14 @@ class StoreConfig:
         )
 
 
+RECENT = 8192
+"""Stored values heard lately that a store keeps for watchers that come a moment later."""
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 class _JetStreamDelivery(Delivery):
     __slots__ = ("_msg", "ack_wait", "attempt", "data", "subject")
 
@@ -151,6 +161,10 @@ class JetStreamDurable(DurableStore):
         self._kv: KeyValue | None = None
         self._pulls: dict[tuple[str, str], tuple[JetStreamContext.PullSubscription, float]] = {}
         self._families: dict[str, Subscription] = {}
+        self._listening: dict[str, tuple[int, int]] = {}
+        """Families heard since (milliseconds since the epoch, reconnects of the connection then)."""
+        self._recent: OrderedDict[str, bytes] = OrderedDict()
+        """The last stored values heard, by key (RECENT at most)."""
         self._watchers: dict[str, list[Notice]] = {}
         self._patterns: dict[str, list[Notice]] = {}
         self._watching: dict[str, int] = {}
@@ -271,6 +285,8 @@ class JetStreamDurable(DurableStore):
             if family not in self._families:
                 subject = self._listen_at + family
                 self._families[family] = await self.transport.subscribe(subject, self._written)
+            if key in self._recent:  # written before this watch began
+                notice.fire(key, self._recent[key])
             yield notice
         finally:
             notices = watchers[key]
@@ -280,10 +296,36 @@ class JetStreamDurable(DurableStore):
             self._watching[family] -= 1
             if not self._watching[family]:
                 del self._watching[family]
-                sub = self._families.pop(family, None)
+                sub = None if family in self._listening else self._families.pop(family, None)
                 if sub is not None:
                     with suppress(TransportError):
                         await sub.unsubscribe()
+
+    async def listen(self, family: str) -> None:
+        if family not in self._listening and self.trusted:
+            if family not in self._families:
+                subject = self._listen_at + family
+                self._families[family] = await self.transport.subscribe(subject, self._written)
+            # Our later publishes reach the server after this subscription: whatever they
+            # lead to is heard (the clock of the writes compared with it is the submitter's).
+            self._listening[family] = (_now_ms(), self._reconnects())
+
+    def heard(self, key: str, family: str, since_ms: int) -> tuple[bool, bytes | None]:
+        found = self._listening.get(family)
+        if found is None:
+            return False, None
+        start, reconnects = found
+        if self._reconnects() != reconnects:  # writes made while away were not heard
+            self._listening[family] = start, reconnects = _now_ms(), self._reconnects()
+        return start <= since_ms, self._recent.get(key)
+
+    @property
+    def trusted(self) -> bool:
+        """Watchers hear the server's republished writes: stored values only."""
+        return not self._listen_at.startswith("$KV.")
+
+    def _reconnects(self) -> int:
+        return int(self.transport.nc.stats["reconnects"])
 
     async def _written(self, msg: Any) -> None:
         subject: str = msg.subject
@@ -291,8 +333,12 @@ class JetStreamDurable(DurableStore):
             return
         key = subject[len(self._listen_at) :]
         value: bytes | None = None
-        if not subject.startswith("$KV.") and not (msg.headers and msg.headers.get("KV-Operation")):
+        if self.trusted and not (msg.headers and msg.headers.get("KV-Operation")):
             value = msg.data  # republished by the server: a write it stored (not a delete)
+            self._recent[key] = value
+            self._recent.move_to_end(key)
+            if len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
         for notice in self._watchers.get(key, ()):
             notice.fire(key, value)
         for pattern, notices in self._patterns.items():

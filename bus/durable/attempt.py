@@ -66,6 +66,7 @@ class Attempt:
         Raises:
             Unavailable: the store could not keep it.
         """
+        await self.journal.flush()  # the attempt's start comes before anything it writes
         await self.store.put(
             self.keys.checkpoint, Checkpoint(state=state, spent=self.spent_before + self.spent())
         )
@@ -119,6 +120,7 @@ class Attempt:
                     "its end: it may or may not have happened, so it is not run again",
                     details={"effect": name, "attempt": record.attempt},
                 )
+        await self.journal.flush()  # the attempt's start comes before anything it writes
         await self.store.put(key, EffectRecord(attempt=self.number))
         self._running.add(name)
         try:

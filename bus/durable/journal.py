@@ -52,13 +52,30 @@ class Journal:
         self.store = store
         self.keys = keys
         self.next = start
+        self.pending: TaskEvent | None = None
+        """An event to store before the next one (or at :meth:`flush`): an attempt's start,
+        kept back so that a short attempt costs no write for it."""
 
-    async def append(self, event: TaskEvent) -> int:
-        """Store ``event`` under the next free number and return it.
+    async def flush(self) -> None:
+        """Store the pending event, if any.
 
         Raises:
             Unavailable: the store could not keep it.
         """
+        if self.pending is not None:
+            event, self.pending = self.pending, None
+            await self._store(event)
+
+    async def append(self, event: TaskEvent) -> int:
+        """Store ``event`` under the next free number (after the pending one) and return it.
+
+        Raises:
+            Unavailable: the store could not keep it.
+        """
+        await self.flush()
+        return await self._store(event)
+
+    async def _store(self, event: TaskEvent) -> int:
         while not await self.store.create(self.keys.event(self.next), event):
             self.next = await first_free(self.store, self.keys)  # another attempt wrote there
         self.next += 1

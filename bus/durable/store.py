@@ -68,6 +68,13 @@ class TaskStore:
         with _unavailable("listing tasks"):
             return await self.raw.keys(pattern)
 
+    async def listen(self, family: str) -> None:
+        with _unavailable("listening for task updates"):
+            await self.raw.listen(family)
+
+    def heard(self, key: str, family: str, since_ms: int) -> tuple[bool, bytes | None]:
+        return self.raw.heard(key, family, since_ms)
+
     def watch(self, key: str, *, family: str | None = None) -> AbstractAsyncContextManager[Notice]:
         return self.raw.watch(key, family=family)
 

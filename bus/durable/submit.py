@@ -75,6 +75,7 @@ class TaskClient:
             if found is not None:
                 return found, False
             raise Unavailable("the task this key names is being submitted: try again in a moment")
+        await store.listen(keys.outcomes_of(sender))  # so its outcome is heard, not read
         meta = request.metadata
         record = TaskRecord(
             task_id=task_id,
@@ -134,8 +135,16 @@ class TaskClient:
         """Wait for the task's outcome; at its deadline, end it DEADLINE_EXCEEDED (unless it ended)."""
         store = self.store
         key = TaskKeys.of(record).outcome
-        async with store.watch(key, family=keys.outcomes_of(record.sender)) as notice:
-            found = await store.get(key, TaskOutcome)
+        family = keys.outcomes_of(record.sender)
+        async with store.watch(key, family=family) as notice:
+            covered = store.heard(key, family, record.submitted_at)[0]
+            heard = notice.take(key)  # written before the watch began
+            if heard is not None:
+                found = decode(heard, TaskOutcome) or _unreadable()
+            elif covered:  # every write since its submission was heard: nothing to read yet
+                found = None
+            else:
+                found = await store.get(key, TaskOutcome)
             while found is None:
                 left = (record.deadline - now_ms()) / 1000
                 if left <= 0:
@@ -143,23 +152,13 @@ class TaskClient:
                     ended = TaskOutcome(state="failed", error=late.to_info(), finished_at=now_ms())
                     if await store.create(key, ended):  # unless another outcome was stored first
                         return ended
-                    found = await self._read(key)
-                    if found is None:  # something is stored there, and it is not an outcome
-                        bad = InvalidEnvelope(
-                            "the task's stored outcome is unreadable", details={"field": "outcome"}
-                        )
-                        return TaskOutcome(state="failed", error=bad.to_info(), finished_at=now_ms())
-                    return found
+                    # Something was stored there first: an outcome, or something that is not one.
+                    return await self._read(key) or _unreadable()
                 with anyio.move_on_after(min(left, RECHECK)):
                     await notice.wait()
                 heard = notice.take(key)  # a stored value the store vouches for: no read needed
                 if heard is not None:
-                    found = decode(heard, TaskOutcome)
-                    if found is None:
-                        bad = InvalidEnvelope(
-                            "the task's stored outcome is unreadable", details={"field": "outcome"}
-                        )
-                        return TaskOutcome(state="failed", error=bad.to_info(), finished_at=now_ms())
+                    found = decode(heard, TaskOutcome) or _unreadable()
                 else:
                     found = await self._read(key)
             return found
@@ -227,3 +226,8 @@ class TaskClient:
 
         async for event in follow(self.store, TaskKeys.of(record), after, at_deadline):
             yield event
+
+
+def _unreadable() -> TaskOutcome:
+    bad = InvalidEnvelope("the task's stored outcome is unreadable", details={"field": "outcome"})
+    return TaskOutcome(state="failed", error=bad.to_info(), finished_at=now_ms())
