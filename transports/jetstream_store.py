@@ -163,8 +163,10 @@ class JetStreamDurable(DurableStore):
         self._families: dict[str, Subscription] = {}
         self._listening: dict[str, tuple[int, int]] = {}
         """Families heard since (milliseconds since the epoch, reconnects of the connection then)."""
-        self._recent: OrderedDict[str, bytes] = OrderedDict()
-        """The last stored values heard, by key (RECENT at most)."""
+        self._recent: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
+        """The last stored values heard, by key, with when they were heard (RECENT at most)."""
+        self._forgotten = 0
+        """When the newest value dropped from ``_recent`` was heard (milliseconds since the epoch)."""
         self._watchers: dict[str, list[Notice]] = {}
         self._patterns: dict[str, list[Notice]] = {}
         self._watching: dict[str, int] = {}
@@ -286,7 +288,7 @@ class JetStreamDurable(DurableStore):
                 subject = self._listen_at + family
                 self._families[family] = await self.transport.subscribe(subject, self._written)
             if key in self._recent:  # written before this watch began
-                notice.fire(key, self._recent[key])
+                notice.fire(key, self._recent[key][1])
             yield notice
         finally:
             notices = watchers[key]
@@ -317,7 +319,9 @@ class JetStreamDurable(DurableStore):
         start, reconnects = found
         if self._reconnects() != reconnects:  # writes made while away were not heard
             self._listening[family] = start, reconnects = _now_ms(), self._reconnects()
-        return start <= since_ms, self._recent.get(key)
+        recent = self._recent.get(key)
+        # Covered: listening since then, and nothing heard since then was forgotten.
+        return max(start, self._forgotten) <= since_ms, recent[1] if recent is not None else None
 
     @property
     def trusted(self) -> bool:
@@ -335,10 +339,10 @@ class JetStreamDurable(DurableStore):
         value: bytes | None = None
         if self.trusted and not (msg.headers and msg.headers.get("KV-Operation")):
             value = msg.data  # republished by the server: a write it stored (not a delete)
-            self._recent[key] = value
+            self._recent[key] = (_now_ms(), value)
             self._recent.move_to_end(key)
             if len(self._recent) > RECENT:
-                self._recent.popitem(last=False)
+                self._forgotten = self._recent.popitem(last=False)[1][0]
         for notice in self._watchers.get(key, ()):
             notice.fire(key, value)
         for pattern, notices in self._patterns.items():

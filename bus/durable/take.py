@@ -21,6 +21,7 @@ taking, lets running attempts finish within the grace, and gives the others back
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import Any
@@ -50,7 +51,7 @@ RunAttempt = Callable[[Attempt, str], Awaitable[TaskOutcome]]
 START_AFTER = 0.2
 """Seconds a first attempt runs before its start is journaled (unless it journals sooner)."""
 
-CLOCK_SKEW_MS = 5000
+CLOCK_SKEW_MS = 2000
 """How far apart the clocks of a submitter and a taker may be, in milliseconds."""
 
 BACKOFF_CAP = 300.0
@@ -224,10 +225,7 @@ class Taker:
             return
         outcome: TaskOutcome | None = None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._keep_alive, delivery)
-            tg.start_soon(self._watch_cancel, keys, tg.cancel_scope)
-            if attempt.journal.pending is not None:
-                tg.start_soon(self._journal_later, attempt)
+            tg.start_soon(self._tend, delivery, attempt, tg.cancel_scope)
             if pause[0] > 0:  # its earlier attempts died: give what kills them a rest
                 await anyio.sleep(pause[0])
             outcome = await run_attempt(attempt, sender)
@@ -238,13 +236,6 @@ class Taker:
             return
         outcome.attempt, outcome.instance = number, self.instance
         await self._finish(delivery, keys, outcome)
-
-    async def _journal_later(self, attempt: Attempt) -> None:
-        await anyio.sleep(START_AFTER)
-        try:
-            await attempt.journal.flush()
-        except A2AError as exc:  # the store is away: the story lacks this line
-            log.debug("%s: attempt start not journaled: %s", self.instance, exc)
 
     async def _cascade(self, keys: TaskKeys) -> None:
         """Cancel the tasks the cancelled task submitted (its journal names them)."""
@@ -299,19 +290,42 @@ class Taker:
         await self.store.create(keys.outcome, failed)
         await delivery.term()
 
-    async def _keep_alive(self, delivery: Delivery) -> None:
-        while True:
-            await anyio.sleep(delivery.ack_wait / 3)
-            try:
-                await delivery.working()
-            except Exception as exc:  # the store is away: the attempt goes on, it may be redelivered
-                log.debug("%s: keeping a task alive failed: %s", self.instance, exc)
-
-    async def _watch_cancel(self, keys: TaskKeys, scope: anyio.CancelScope) -> None:
-        async with self.store.watch(keys.cancel, family=cancels_for(self.agent)) as notice:
-            while await self.store.raw.get(keys.cancel) is None:  # whatever it holds, it is there
-                await notice.wait()
+    async def _tend(self, delivery: Delivery, attempt: Attempt, scope: anyio.CancelScope) -> None:
+        """While an attempt runs: keep its delivery alive (every third of the ack wait),
+        journal its start after START_AFTER, and stop it (``scope``) once its task is
+        cancelled (anything under its cancel key)."""
+        store, key, family = self.store, attempt.keys.cancel, cancels_for(self.agent)
+        async with store.watch(key, family=family) as notice:
+            since = (attempt.queued.request.metadata.timestamp or 0) - CLOCK_SKEW_MS
+            covered, heard = store.heard(key, family, since)
+            if heard is None and not covered:
+                heard = await self._read_cancel(key)
+            now = anyio.current_time()
+            alive_at = now + delivery.ack_wait / 3
+            start_at = now + START_AFTER if attempt.journal.pending is not None else math.inf
+            while heard is None:
+                with anyio.move_on_after(min(alive_at, start_at) - anyio.current_time()):
+                    await notice.wait()
+                    heard = notice.take(key) or await self._read_cancel(key)  # a write heard: read it
+                    continue
+                now = anyio.current_time()
+                try:
+                    if now >= start_at:
+                        start_at = math.inf
+                        await attempt.journal.flush()
+                    if now >= alive_at:
+                        alive_at = now + delivery.ack_wait / 3
+                        await delivery.working()
+                except Exception as exc:  # the store is away: the attempt goes on (it may be redelivered)
+                    log.debug("%s: tending a task attempt failed: %s", self.instance, exc)
         scope.cancel()
+
+    async def _read_cancel(self, key: str) -> bytes | None:
+        try:
+            return await self.store.raw.get(key)
+        except Exception as exc:  # the store is away: not known to be cancelled (the next notice tells)
+            log.debug("%s: reading a cancel key failed: %s", self.instance, exc)
+            return None
 
 
 def _backoff(number: int, ack_wait: float, last: TaskEvent | None) -> float:
