@@ -24,7 +24,7 @@ import abc
 import itertools
 import math
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -126,11 +126,15 @@ class Notice:
     def __init__(self) -> None:
         self._event = anyio.Event()
         self.written: dict[str, bytes] = {}
+        self.on_fire: Callable[[], object] | None = None
+        """Called at each write, where the store hears it (it must not block)."""
 
     def fire(self, key: str | None = None, value: bytes | None = None) -> None:
         if key is not None and value is not None:
             self.written[key] = value
         self._event.set()
+        if self.on_fire is not None:
+            self.on_fire()
 
     async def wait(self) -> None:
         await self._event.wait()

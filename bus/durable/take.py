@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable
-from contextlib import suppress
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -47,6 +48,9 @@ log = logging.getLogger("a2a.tasks")
 
 RunAttempt = Callable[[Attempt, str], Awaitable[TaskOutcome]]
 """Runs one attempt for the sender (the token its queue subject names); returns its outcome."""
+
+TICK = 0.05
+"""Seconds between two rounds of tending the running attempts."""
 
 START_AFTER = 0.2
 """Seconds a first attempt runs before its start is journaled (unless it journals sooner)."""
@@ -78,6 +82,7 @@ class Taker:
         self._taking = anyio.CancelScope()
         self._all = anyio.CancelScope()
         self._hand_back = True
+        self._tended: set[_Tended] = set()
 
     async def run(self, run_attempt: RunAttempt, capacity: int) -> None:
         """Take and run tasks until :meth:`stop` (or cancelled)."""
@@ -87,6 +92,7 @@ class Taker:
             log.warning("%s: not listening for cancels: %s", self.instance, exc)
         with self._all:
             async with anyio.create_task_group() as tg:
+                tg.start_soon(self._tender)
                 with self._taking:
                     while True:
                         while self.running >= capacity:
@@ -174,68 +180,76 @@ class Taker:
         if delivery.attempt > queued.max_attempts:
             await self._give_up(delivery, queued, keys)
             return
-        # One round trip: the attempt's start is journaled while the outcome and checkpoint are
-        # read. A first attempt journals its start only once it has run START_AFTER seconds
-        # (or journals anything else), and reads no outcome when this instance has heard
-        # every cancel of the agent's tasks since the task was submitted: a short task
-        # costs its taker no store operation but storing its outcome.
         number = delivery.attempt
         attempt = Attempt(store, queued, number, keys, Journal(store, keys, 1))
         attempt.instance = self.instance
         held.append(attempt)
         started = TaskEvent(kind="attempt", attempt=number, at=now_ms(), instance=self.instance)
-        found: list[Any] = [None]
-
-        pause = [0.0]
-
-        async def journal_start() -> None:
-            if number > 1:  # earlier attempts wrote there: start after them
-                attempt.journal.next = await first_free(store, keys)
-                if attempt.journal.next > 1:
-                    last = await store.get(keys.event(attempt.journal.next - 1), TaskEvent)
-                    pause[0] = _backoff(number, delivery.ack_wait, last)
-            await attempt.journal.append(started)
-
-        async def read(index: int, key: str, kind: type[Any]) -> None:
-            found[index] = await store.get(key, kind)
-
-        async def read_checkpoint() -> None:
-            kept = await store.get(keys.checkpoint, Checkpoint)
-            if kept is not None:
-                attempt.last_checkpoint, attempt.spent_before = kept.state, kept.spent
-
-        covered, cancelled = False, None
         if number == 1:
-            attempt.journal.pending = started
-            since = (meta.timestamp or 0) - CLOCK_SKEW_MS
-            covered, cancelled = store.heard(keys.cancel, cancels_for(self.agent), since)
-        if cancelled is not None:
-            found[0] = TaskOutcome(state="cancelled")  # the canceller stored its outcome
+            ended, pause = await self._first(attempt, started), 0.0
         else:
-            async with anyio.create_task_group() as tg:
-                if number > 1:  # a first attempt has nothing to resume from
-                    tg.start_soon(journal_start)
-                    tg.start_soon(read_checkpoint)
-                if not covered:
-                    tg.start_soon(read, 0, keys.outcome, TaskOutcome)
-        if found[0] is not None:  # it ended (or was cancelled) already
-            if found[0].state == "cancelled":
+            ended, pause = await self._again(attempt, started, delivery.ack_wait)
+        if ended is not None:  # it ended (or was cancelled) already
+            if ended.state == "cancelled":
                 await self._cascade(keys)
             await delivery.ack()
             return
         outcome: TaskOutcome | None = None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._tend, delivery, attempt, tg.cancel_scope)
-            if pause[0] > 0:  # its earlier attempts died: give what kills them a rest
-                await anyio.sleep(pause[0])
-            outcome = await run_attempt(attempt, sender)
-            tg.cancel_scope.cancel()
+        with anyio.CancelScope() as scope:
+            async with self._tending(delivery, attempt, scope):
+                if pause > 0:  # its earlier attempts died: give what kills them a rest
+                    await anyio.sleep(pause)
+                outcome = await run_attempt(attempt, sender)
         if outcome is None:  # cancelled through its cancel key: the canceller stored the outcome
             await self._cascade(keys)
             await delivery.ack()
             return
         outcome.attempt, outcome.instance = number, self.instance
         await self._finish(delivery, keys, outcome)
+
+    async def _first(self, attempt: Attempt, started: TaskEvent) -> TaskOutcome | None:
+        """Before a first attempt: how its task ended already (cancelled before it was
+        taken), or None. Its start is journaled only once it has run START_AFTER seconds (or
+        writes anything), and no outcome is read when this instance has heard every cancel
+        of the agent's tasks since the task was submitted: a short task costs its taker no
+        store operation but storing its outcome."""
+        attempt.journal.pending = started
+        keys = attempt.keys
+        since = (attempt.queued.request.metadata.timestamp or 0) - CLOCK_SKEW_MS
+        covered, cancelled = self.store.heard(keys.cancel, cancels_for(self.agent), since)
+        if cancelled is not None:
+            return TaskOutcome(state="cancelled")  # the canceller stored its outcome
+        return None if covered else await self.store.get(keys.outcome, TaskOutcome)
+
+    async def _again(
+        self, attempt: Attempt, started: TaskEvent, ack_wait: float
+    ) -> tuple[TaskOutcome | None, float]:
+        """Before a later attempt, in one round trip: its start is journaled after the
+        earlier attempts' events, and the outcome and the last checkpoint are read. Returns
+        the outcome (if the task ended) and the back-off to wait before running."""
+        store, keys = self.store, attempt.keys
+        found: list[Any] = [None, 0.0]
+
+        async def journal_start() -> None:
+            attempt.journal.next = await first_free(store, keys)
+            if attempt.journal.next > 1:
+                last = await store.get(keys.event(attempt.journal.next - 1), TaskEvent)
+                found[1] = _backoff(attempt.number, ack_wait, last)
+            await attempt.journal.append(started)
+
+        async def read_outcome() -> None:
+            found[0] = await store.get(keys.outcome, TaskOutcome)
+
+        async def read_checkpoint() -> None:
+            kept = await store.get(keys.checkpoint, Checkpoint)
+            if kept is not None:
+                attempt.last_checkpoint, attempt.spent_before = kept.state, kept.spent
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(journal_start)
+            tg.start_soon(read_outcome)
+            tg.start_soon(read_checkpoint)
+        return found[0], found[1]
 
     async def _cascade(self, keys: TaskKeys) -> None:
         """Cancel the tasks the cancelled task submitted (its journal names them)."""
@@ -290,35 +304,49 @@ class Taker:
         await self.store.create(keys.outcome, failed)
         await delivery.term()
 
-    async def _tend(self, delivery: Delivery, attempt: Attempt, scope: anyio.CancelScope) -> None:
-        """While an attempt runs: keep its delivery alive (every third of the ack wait),
-        journal its start after START_AFTER, and stop it (``scope``) once its task is
-        cancelled (anything under its cancel key)."""
+    @asynccontextmanager
+    async def _tending(
+        self, delivery: Delivery, attempt: Attempt, scope: anyio.CancelScope
+    ) -> AsyncIterator[None]:
+        """While an attempt runs: cancel ``scope`` once its task is cancelled (anything
+        written under its cancel key), and have :meth:`_tender` keep its delivery alive and
+        journal its start."""
         store, key, family = self.store, attempt.keys.cancel, cancels_for(self.agent)
         async with store.watch(key, family=family) as notice:
+            notice.on_fire = scope.cancel
             since = (attempt.queued.request.metadata.timestamp or 0) - CLOCK_SKEW_MS
             covered, heard = store.heard(key, family, since)
-            if heard is None and not covered:
-                heard = await self._read_cancel(key)
+            if (
+                heard is not None
+                or notice.written
+                or (not covered and await self._read_cancel(key) is not None)
+            ):
+                scope.cancel()
             now = anyio.current_time()
-            alive_at = now + delivery.ack_wait / 3
             start_at = now + START_AFTER if attempt.journal.pending is not None else math.inf
-            while heard is None:
-                with anyio.move_on_after(min(alive_at, start_at) - anyio.current_time()):
-                    await notice.wait()
-                    heard = notice.take(key) or await self._read_cancel(key)  # a write heard: read it
-                    continue
-                now = anyio.current_time()
+            tended = _Tended(delivery, attempt, now + delivery.ack_wait / 3, start_at)
+            self._tended.add(tended)
+            try:
+                yield
+            finally:
+                self._tended.discard(tended)
+
+    async def _tender(self) -> None:
+        """For every running attempt: keep its delivery alive (every third of its ack wait),
+        and journal its start once it has run START_AFTER."""
+        while True:
+            await anyio.sleep(TICK)
+            now = anyio.current_time()
+            for tended in list(self._tended):
                 try:
-                    if now >= start_at:
-                        start_at = math.inf
-                        await attempt.journal.flush()
-                    if now >= alive_at:
-                        alive_at = now + delivery.ack_wait / 3
-                        await delivery.working()
+                    if now >= tended.start_at:
+                        tended.start_at = math.inf
+                        await tended.attempt.journal.flush()
+                    if now >= tended.alive_at:
+                        tended.alive_at = now + tended.delivery.ack_wait / 3
+                        await tended.delivery.working()
                 except Exception as exc:  # the store is away: the attempt goes on (it may be redelivered)
                     log.debug("%s: tending a task attempt failed: %s", self.instance, exc)
-        scope.cancel()
 
     async def _read_cancel(self, key: str) -> bytes | None:
         try:
@@ -326,6 +354,16 @@ class Taker:
         except Exception as exc:  # the store is away: not known to be cancelled (the next notice tells)
             log.debug("%s: reading a cancel key failed: %s", self.instance, exc)
             return None
+
+
+@dataclass(eq=False)
+class _Tended:
+    """A running attempt, and when it is next due to be kept alive and to journal its start."""
+
+    delivery: Delivery
+    attempt: Attempt
+    alive_at: float
+    start_at: float
 
 
 def _backoff(number: int, ack_wait: float, last: TaskEvent | None) -> float:
