@@ -124,7 +124,8 @@ class Notice:
     """
 
     def __init__(self) -> None:
-        self._event = anyio.Event()
+        self._event: anyio.Event | None = None  # made when someone waits
+        self._fired = False
         self.written: dict[str, bytes] = {}
         self.on_fire: Callable[[], object] | None = None
         """Called at each write, where the store hears it (it must not block)."""
@@ -132,13 +133,25 @@ class Notice:
     def fire(self, key: str | None = None, value: bytes | None = None) -> None:
         if key is not None and value is not None:
             self.written[key] = value
-        self._event.set()
+        if self._event is not None:
+            self._event.set()
+        else:
+            self._fired = True
         if self.on_fire is not None:
             self.on_fire()
 
     async def wait(self) -> None:
-        await self._event.wait()
-        self._event = anyio.Event()
+        if self._fired:
+            self._fired = False
+            return
+        event = self._event = anyio.Event()
+        try:
+            await event.wait()
+        except BaseException:
+            self._fired = event.is_set()  # a write heard as the wait was cancelled is kept
+            raise
+        finally:
+            self._event = None
 
     def take(self, key: str) -> bytes | None:
         """The value last heard for ``key`` (and forget it), or None."""
