@@ -48,7 +48,7 @@ from .base import Subscription
 from .durable import Delivery, DurableStore, Notice
 from .errors import MessageTooLarge, TransportError
 
-__all__ = ["JetStreamDurable", "StoreConfig", "provision"]
+__all__ = ["JetStreamDurable", "StoreConfig", "jetstream_errors"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,19 +133,19 @@ class _JetStreamDelivery(Delivery):
         self.ack_wait = ack_wait
 
     async def ack(self) -> None:
-        with _errors("ack"):
+        with jetstream_errors("ack"):
             await self._msg.ack()
 
     async def nak(self, delay: float = 0.0) -> None:
-        with _errors("nak"):
+        with jetstream_errors("nak"):
             await self._msg.nak(delay=delay or None)
 
     async def working(self) -> None:
-        with _errors("in-progress"):
+        with jetstream_errors("in-progress"):
             await self._msg.in_progress()
 
     async def term(self) -> None:
-        with _errors("term"):
+        with jetstream_errors("term"):
             await self._msg.term()
 
 
@@ -180,7 +180,7 @@ class JetStreamDurable(DurableStore):
             TransportError: no JetStream, or this user may neither see nor make them.
         """
         c = self.config
-        with _errors("opening the task stream"):
+        with jetstream_errors("opening the task stream"):
             try:
                 info = await self._js.stream_info(c.stream)
                 self.ttl_supported = bool(info.config.allow_msg_ttl)
@@ -209,12 +209,12 @@ class JetStreamDurable(DurableStore):
         headers = {"Nats-Msg-Id": msg_id}
         if ttl is not None and self.ttl_supported:
             headers["Nats-TTL"] = f"{max(1, math.ceil(ttl))}s"
-        with _errors("storing a task"):
+        with jetstream_errors("storing a task"):
             ack = await self._js.publish(subject, data, headers=headers)
         return not ack.duplicate
 
     async def take(self, consumer: str, subject: str, *, max_items: int, timeout: float) -> list[Delivery]:
-        with _errors("taking tasks"):
+        with jetstream_errors("taking tasks"):
             found = self._pulls.get((consumer, subject))
             if found is None:
                 try:
@@ -243,7 +243,7 @@ class JetStreamDurable(DurableStore):
         return self._kv
 
     async def create(self, key: str, value: bytes) -> bool:
-        with _errors("writing a task's record"):
+        with jetstream_errors("writing a task's record"):
             try:
                 await self.kv.create(key, value)
             except nats.js.errors.KeyWrongLastSequenceError:
@@ -251,15 +251,15 @@ class JetStreamDurable(DurableStore):
         return True
 
     async def put(self, key: str, value: bytes) -> None:
-        with _errors("writing a task's record"):
+        with jetstream_errors("writing a task's record"):
             await self.kv.put(key, value)
 
     async def delete(self, key: str) -> None:
-        with _errors("removing a task's record"):
+        with jetstream_errors("removing a task's record"):
             await self.kv.delete(key)
 
     async def get(self, key: str) -> bytes | None:
-        with _errors("reading a task's record"):
+        with jetstream_errors("reading a task's record"):
             try:
                 entry = await self.kv.get(key)
             except (nats.js.errors.KeyNotFoundError, nats.js.errors.KeyDeletedError):
@@ -269,7 +269,7 @@ class JetStreamDurable(DurableStore):
     async def keys(self, pattern: str) -> list[str]:
         """From the bucket stream's subjects (a deleted key keeps its subject: its get is None)."""
         prefix = f"$KV.{self.config.bucket}."
-        with _errors("listing tasks"):
+        with jetstream_errors("listing tasks"):
             info = await self._js.stream_info(f"KV_{self.config.bucket}", subjects_filter=prefix + pattern)
         return [subject[len(prefix) :] for subject in (info.state.subjects or {})]
 
@@ -362,7 +362,7 @@ class JetStreamDurable(DurableStore):
 
 
 @contextmanager
-def _errors(doing: str) -> Iterator[None]:
+def jetstream_errors(doing: str) -> Iterator[None]:
     """nats-py's errors as TransportError (the one edge of this module)."""
     try:
         yield
@@ -370,42 +370,3 @@ def _errors(doing: str) -> Iterator[None]:
         raise ValueError(str(exc) or "invalid key") from None
     except (nats.errors.Error, OSError) as exc:
         raise TransportError(f"JetStream failed {doing}: {exc or type(exc).__name__}") from exc
-
-
-async def provision(transport: NatsTransport, config: StoreConfig, consumers: dict[str, str]) -> list[str]:
-    """Make (or bring to ``config``) the stream and the consumers, and make the bucket if
-    missing: what an admin runs before agents that may not make them start.
-
-    ``consumers`` maps each consumer's name to the subject it takes. Returns one line per
-    thing done, for the operator.
-
-    Raises:
-        TransportError: no JetStream, or this user may not make them.
-    """
-    js = transport.nc.jetstream(timeout=10.0)
-    done: list[str] = []
-    with _errors("provisioning the task store"):
-        stream = config.stream_config()
-        try:
-            await js.stream_info(config.stream)
-            await js.update_stream(stream)
-            done.append(f"stream {config.stream}: updated")
-        except nats.js.errors.NotFoundError:
-            await js.add_stream(stream)
-            done.append(f"stream {config.stream}: created")
-        try:
-            await js.key_value(config.bucket)
-            bucket = (await js.stream_info(f"KV_{config.bucket}")).config
-            if config.republish is not None and bucket.republish != config.republish:
-                bucket.republish = config.republish
-                await js.update_stream(bucket)
-                done.append(f"bucket {config.bucket}: its writes now republished on {config.updates}.>")
-            else:
-                done.append(f"bucket {config.bucket}: exists (kept as it is)")
-        except nats.js.errors.BucketNotFoundError:
-            await js.create_key_value(config.bucket_config())
-            done.append(f"bucket {config.bucket}: created")
-        for name, subject in sorted(consumers.items()):
-            await js.add_consumer(config.stream, config.consumer_config(name, subject))
-            done.append(f"consumer {config.stream}/{name} on {subject}: ready")
-    return done

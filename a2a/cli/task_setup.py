@@ -20,7 +20,7 @@ import anyio
 
 from bus.subjects import Subjects
 from transports import TransportError
-from transports.jetstream_store import provision
+from transports.jetstream_setup import provision
 
 from ..core.connect import connect_nats
 from ..core.durable import store_config
