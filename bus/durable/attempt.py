@@ -12,12 +12,14 @@ the effect was declared ``idempotent``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+import secrets
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import msgspec
 
-from ..errors import A2AError, EffectInDoubt, InvalidParams
+from ..errors import A2AError, EffectInDoubt, InvalidParams, Unavailable
 from .journal import Journal
 from .keys import TaskKeys
 from .store import TaskStore
@@ -55,6 +57,12 @@ class Attempt:
         self.spent: Callable[[], int] = lambda: 0
         """Tokens this attempt has spent so far (its handler's usage, once it runs)."""
         self._running: set[str] = set()
+        self._mark = secrets.token_hex(8)
+        """Which attempt started an effect: its number is not enough, as a queue that lost
+        its state (a server killed before writing it) delivers a task again as attempt 1."""
+        self.store_failed = False
+        """The store failed one of this attempt's writes (a checkpoint, an effect's record, a
+        child's line): a failure of the attempt is then the store's, and it is run again."""
 
     @property
     def task_id(self) -> str | None:
@@ -66,10 +74,10 @@ class Attempt:
         Raises:
             Unavailable: the store could not keep it.
         """
-        await self.journal.flush()  # the attempt's start comes before anything it writes
-        await self.store.put(
-            self.keys.checkpoint, Checkpoint(state=state, spent=self.spent_before + self.spent())
-        )
+        with self._store_failures():
+            await self.journal.flush()  # the attempt's start comes before anything it writes
+            kept = Checkpoint(state=state, spent=self.spent_before + self.spent())
+            await self.store.put(self.keys.checkpoint, kept)
         self.last_checkpoint = state
 
     async def progress(self, update: Any) -> None:
@@ -99,7 +107,8 @@ class Attempt:
             Unavailable: the store could not keep it.
         """
         data = {"taskId": task_id, "agent": agent}
-        await self.journal.append(TaskEvent(kind="child", attempt=self.number, at=now_ms(), data=data))
+        with self._store_failures():
+            await self.journal.append(TaskEvent(kind="child", attempt=self.number, at=now_ms(), data=data))
 
     async def effect(self, name: str, fn: Callable[[], Awaitable[T]], *, idempotent: bool = False) -> T:
         """Run the side effect ``name`` at most once for this task and return its result.
@@ -110,25 +119,45 @@ class Attempt:
         if name in self._running:
             raise InvalidParams(f"the side effect {name!r} is already running in this attempt")
         key = self.keys.effect(name)
-        record = await self.store.get(key, EffectRecord)
+        with self._store_failures():
+            record = await self.store.get(key, EffectRecord)
         if record is not None:
             if record.done:
                 return record.result  # type: ignore[no-any-return]
-            if not idempotent and record.attempt != self.number:
+            if not idempotent and record.by != self._mark:
                 raise EffectInDoubt(
                     f"the side effect {name!r} started in attempt {record.attempt} and never recorded "
                     "its end: it may or may not have happened, so it is not run again",
                     details={"effect": name, "attempt": record.attempt},
                 )
-        await self.journal.flush()  # the attempt's start comes before anything it writes
-        await self.store.put(key, EffectRecord(attempt=self.number))
+        started = EffectRecord(attempt=self.number, by=self._mark)
+        with self._store_failures():
+            await self.journal.flush()  # the attempt's start comes before anything it writes
+            if record is not None:
+                await self.store.put(key, started)
+            elif not await self.store.create(key, started):
+                # Another attempt of the task (running at once: its keep-alive was late)
+                # started it since the read: its record decides, it never runs twice.
+                return await self.effect(name, fn, idempotent=idempotent)
         self._running.add(name)
         try:
             result = await fn()
         finally:
             self._running.discard(name)
-        await self.store.put(key, EffectRecord(attempt=self.number, done=True, result=result))
+        with self._store_failures():
+            await self.store.put(
+                key, EffectRecord(attempt=self.number, done=True, result=result, by=self._mark)
+            )
         return result
+
+    @contextmanager
+    def _store_failures(self) -> Iterator[None]:
+        """A store failure here is the store's, not the task's: the attempt is run again."""
+        try:
+            yield
+        except Unavailable:
+            self.store_failed = True
+            raise
 
 
 class LocalAttempt:

@@ -34,6 +34,10 @@ _TASK_ID = re.compile(TASK_ID)
 RECHECK = 5.0
 """Seconds a waiter goes without a notice before it reads the outcome again anyway."""
 
+REQUEUE_WITHIN = 60.0
+"""Seconds after its submission a task found by its key may be queued again: well inside
+the queue's duplicate window (120 s), so a copy of a message that is there is dropped."""
+
 
 class TaskClient:
     """Submits durable tasks of one namespace as the runtime ``subjects`` name, and follows them."""
@@ -54,7 +58,9 @@ class TaskClient:
         """Accept ``request`` as a task for ``agent``; its correlation id is the task id.
 
         Returns the task's record and True, or, when ``key`` names a task its owner
-        submitted already, that task's record and False (nothing is queued again).
+        submitted already, that task's record and False (queued again only while it may
+        never have been: see :meth:`_queue_again`). After UNAVAILABLE the key stays: a
+        retry with it finishes the same task, however far the failed try got.
 
         Raises:
             Unavailable: the store could not take it.
@@ -69,12 +75,19 @@ class TaskClient:
         subject = self.subjects.task_queue(agent)  # ValueError for a name that is no subject token
         sender = self.subjects.sender
         idempotency = keys.idempotency(sender, owner, key) if key is not None else None
+        adopted = False
         if idempotency is not None and not await store.create(idempotency, task_id):
             existing = await store.get(idempotency, str)
-            found = await self._record_of(existing) if existing else None
+            if not existing or not _TASK_ID.match(existing):
+                raise Unavailable("the task this key names is being submitted: try again in a moment")
+            found = await self._record_of(existing)
             if found is not None:
+                await self._queue_again(found, request, trace)
                 return found, False
-            raise Unavailable("the task this key names is being submitted: try again in a moment")
+            # The key names a submission that stopped before its record (its store failed; a
+            # write may even land after its writer gave up): this one finishes it, under that id.
+            task_id = request.metadata.correlation_id = existing
+            adopted = True
         await store.listen(keys.outcomes_of(sender))  # so its outcome is heard, not read
         meta = request.metadata
         record = TaskRecord(
@@ -91,10 +104,18 @@ class TaskClient:
         )
         try:
             if not await store.create(keys.record(sender, task_id), record):
+                found = await self._record_of(task_id) if adopted else None
+                if found is not None:  # its first submitter wrote it meanwhile: that task, queued once
+                    await self._queue_again(found, request, trace)
+                    return found, False
                 raise InvalidParams("a task with this id exists already", details={"field": "taskId"})
             queued = QueuedTask(task_id=task_id, request=request, max_attempts=max_attempts, trace=trace)
             ttl = max(1.0, (record.deadline - now_ms()) / 1000)
             await store.enqueue(subject, task_id, queued, ttl=ttl)
+        except Unavailable:
+            # The store may have taken any of it, now or once it is back (a lost reply): the
+            # key stays, so a retry with it finishes this submission instead of making another.
+            raise
         except A2AError:
             # Not accepted: the key must not name a task that never runs (a retry submits anew).
             with anyio.CancelScope(shield=True):
@@ -102,6 +123,28 @@ class TaskClient:
                     await self._forget(idempotency)
             raise
         return record, True
+
+    async def _queue_again(
+        self, found: TaskRecord, request: RequestEnvelope, trace: dict[str, str] | None
+    ) -> None:
+        """Queue ``found`` again, as ``request`` under its id, while its submission may have
+        failed after its record and before its request was queued. The queue drops the copy
+        when the first one was stored (the same message id within its duplicate window),
+        which REQUEUE_WITHIN keeps well inside."""
+        if (
+            found.sender != self.subjects.sender
+            or now_ms() - found.submitted_at > REQUEUE_WITHIN * 1000
+            or await self.store.get(TaskKeys.of(found).outcome, TaskOutcome) is not None
+        ):
+            return
+        meta = request.metadata
+        meta.correlation_id, meta.deadline = found.task_id, found.deadline
+        meta.ttl_ms = max(0, found.deadline - now_ms())
+        queued = QueuedTask(
+            task_id=found.task_id, request=request, max_attempts=found.max_attempts, trace=trace
+        )
+        queue = self.subjects.task_queue(found.agent)
+        await self.store.enqueue(queue, found.task_id, queued, ttl=max(1.0, meta.ttl_ms / 1000))
 
     async def _forget(self, key: str) -> None:
         try:

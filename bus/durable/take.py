@@ -11,7 +11,8 @@ Per delivery (:meth:`Taker._attempt`):
     else                     the attempt's start is journaled, then it runs with the delivery
                              kept alive (``working`` every third of its ack wait) and the cancel key
                              watched; its outcome is created (the first writer wins), then
-                             acknowledged
+                             acknowledged; a failure the store caused (a checkpoint or an
+                             effect's record refused) is no outcome: given back, run again
 
 A crash leaves the delivery unacknowledged: after the ack wait the queue delivers it again,
 ``attempt`` one higher, to any instance of the agent. At shutdown, :meth:`Taker.stop` stops
@@ -60,6 +61,9 @@ CLOCK_SKEW_MS = 2000
 
 BACKOFF_CAP = 300.0
 """Seconds an attempt waits at most before it runs, after the attempts before it died."""
+
+STORE_RETRY = 1.0
+"""Seconds before an attempt that failed because the store did is run again."""
 
 TAKE_WAIT = 5.0
 """Seconds one take waits for work before it asks again."""
@@ -203,6 +207,12 @@ class Taker:
         if outcome is None:  # cancelled through its cancel key: the canceller stored the outcome
             await self._cascade(keys)
             await delivery.ack()
+            return
+        if outcome.state == "failed" and attempt.store_failed:
+            # It failed because the store did (a checkpoint, an effect's record), which is no
+            # end of the task: run it again once the store is back (an effect it started is
+            # then reused, or in doubt).
+            await delivery.nak(STORE_RETRY)
             return
         outcome.attempt, outcome.instance = number, self.instance
         await self._finish(delivery, keys, outcome)

@@ -98,6 +98,8 @@ class EffectRecord(Wire):
     attempt: int
     done: bool = False
     result: Any = None
+    by: str = ""
+    """The mark of the attempt that wrote it (attempt numbers repeat after a server crash)."""
 
 
 class TaskOutcome(Wire):
