@@ -46,6 +46,8 @@ class Delivery(abc.ABC):
     """1 for the first delivery, one more for each redelivery."""
     ack_wait: float
     """Seconds it may go without :meth:`working` before it is delivered again."""
+    sequence: int
+    """Its place in the queue (1, 2, ... in the order messages were stored)."""
 
     @abc.abstractmethod
     async def ack(self) -> None:
@@ -68,8 +70,9 @@ class DurableStore(abc.ABC):
     """A durable work queue and key-value bucket (see the module docstring)."""
 
     @abc.abstractmethod
-    async def enqueue(self, subject: str, msg_id: str, data: bytes, *, ttl: float | None = None) -> bool:
-        """Store ``data`` for delivery on ``subject``; False when ``msg_id`` was stored already."""
+    async def enqueue(self, subject: str, msg_id: str, data: bytes, *, ttl: float | None = None) -> int:
+        """Store ``data`` for delivery on ``subject``; its place in the queue (its delivery's
+        ``sequence``), or 0 when ``msg_id`` was stored already."""
 
     @abc.abstractmethod
     async def take(self, consumer: str, subject: str, *, max_items: int, timeout: float) -> list[Delivery]:
@@ -94,10 +97,11 @@ class DurableStore(abc.ABC):
         """Hear every stored write of ``family`` from now on (for :meth:`heard`); none by default."""
         return None
 
-    def heard(self, key: str, family: str, since_ms: int) -> tuple[bool, bytes | None]:
-        """Whether every stored write of ``family`` since ``since_ms`` (milliseconds since the
-        epoch) has been heard (:meth:`listen`), and the value last heard for ``key``: when
-        the first is True and the second None, ``key`` was not written since."""
+    def heard(self, key: str, family: str, after: int) -> tuple[bool, bytes | None]:
+        """Whether every stored write of ``family`` has been heard since before the queue
+        stored its message ``after`` (a sequence: the keys of a task are written after its
+        message was queued), and the value last heard for ``key``: when the first is True
+        and the second None, ``key`` was not written since. Clocks play no part."""
         return False, None
 
     @abc.abstractmethod
@@ -178,6 +182,7 @@ class _MemoryDelivery(Delivery):
     data: bytes = b""
     attempt: int = 0
     ack_wait: float = 0.0
+    sequence: int = 0
     settled: bool = field(default=False)
 
     async def ack(self) -> None:
@@ -236,16 +241,17 @@ class MemoryDurable(DurableStore):
 
     # -- queue ---------------------------------------------------------------------------
 
-    async def enqueue(self, subject: str, msg_id: str, data: bytes, *, ttl: float | None = None) -> bool:
+    async def enqueue(self, subject: str, msg_id: str, data: bytes, *, ttl: float | None = None) -> int:
         if len(data) > self.max_payload:
             raise MessageTooLarge(len(data), self.max_payload)
         if msg_id in self._ids:
-            return False
+            return 0
         self._ids.add(msg_id)
         expires = math.inf if ttl is None else anyio.current_time() + ttl
-        self._items.append(_Queued(subject, data, expires, seq=next(self._seq)))
+        item = _Queued(subject, data, expires, seq=next(self._seq))
+        self._items.append(item)
         self.wake()
-        return True
+        return item.seq
 
     async def take(self, consumer: str, subject: str, *, max_items: int, timeout: float) -> list[Delivery]:
         with anyio.move_on_after(timeout):
@@ -275,7 +281,9 @@ class MemoryDurable(DurableStore):
             item.taken = True
             item.attempt += 1
             item.ready_at = now + self.ack_wait  # delivered again after that unless settled
-            found.append(_MemoryDelivery(self, item, item.subject, item.data, item.attempt, self.ack_wait))
+            found.append(
+                _MemoryDelivery(self, item, item.subject, item.data, item.attempt, self.ack_wait, item.seq)
+            )
         return found
 
     def _next_ready(self, subject: str) -> float:

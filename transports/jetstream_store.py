@@ -20,7 +20,6 @@ operator may have made them with other settings (three replicas, say) and, under
 from __future__ import annotations
 
 import math
-import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
@@ -118,18 +117,16 @@ RECENT = 8192
 """Stored values heard lately that a store keeps for watchers that come a moment later."""
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class _JetStreamDelivery(Delivery):
-    __slots__ = ("_msg", "ack_wait", "attempt", "data", "subject")
+    __slots__ = ("_msg", "ack_wait", "attempt", "data", "sequence", "subject")
 
     def __init__(self, msg: Msg, ack_wait: float) -> None:
         self._msg = msg
         self.subject = msg.subject
         self.data = msg.data
-        self.attempt = msg.metadata.num_delivered
+        meta = msg.metadata
+        self.attempt = meta.num_delivered
+        self.sequence = meta.sequence.stream
         self.ack_wait = ack_wait
 
     async def ack(self) -> None:
@@ -162,11 +159,11 @@ class JetStreamDurable(DurableStore):
         self._pulls: dict[tuple[str, str], tuple[JetStreamContext.PullSubscription, float]] = {}
         self._families: dict[str, Subscription] = {}
         self._listening: dict[str, tuple[int, int]] = {}
-        """Families heard since (milliseconds since the epoch, reconnects of the connection then)."""
-        self._recent: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
-        """The last stored values heard, by key, with when they were heard (RECENT at most)."""
-        self._forgotten = 0
-        """When the newest value dropped from ``_recent`` was heard (milliseconds since the epoch)."""
+        """Families listened to: the queue's last sequence when listening began (a message
+        stored after it is of a task whose every write was heard), and the connection's
+        reconnects then."""
+        self._recent: OrderedDict[str, bytes] = OrderedDict()
+        """The last stored values heard, by key (RECENT at most)."""
         self._watchers: dict[str, list[Notice]] = {}
         self._patterns: dict[str, list[Notice]] = {}
         self._watching: dict[str, int] = {}
@@ -202,7 +199,7 @@ class JetStreamDurable(DurableStore):
 
     # -- queue ---------------------------------------------------------------------------
 
-    async def enqueue(self, subject: str, msg_id: str, data: bytes, *, ttl: float | None = None) -> bool:
+    async def enqueue(self, subject: str, msg_id: str, data: bytes, *, ttl: float | None = None) -> int:
         limit = self.transport.max_payload
         if len(data) > limit:
             raise MessageTooLarge(len(data), limit)
@@ -211,7 +208,7 @@ class JetStreamDurable(DurableStore):
             headers["Nats-TTL"] = f"{max(1, math.ceil(ttl))}s"
         with jetstream_errors("storing a task"):
             ack = await self._js.publish(subject, data, headers=headers)
-        return not ack.duplicate
+        return 0 if ack.duplicate else ack.seq
 
     async def take(self, consumer: str, subject: str, *, max_items: int, timeout: float) -> list[Delivery]:
         with jetstream_errors("taking tasks"):
@@ -288,7 +285,7 @@ class JetStreamDurable(DurableStore):
                 subject = self._listen_at + family
                 self._families[family] = await self.transport.subscribe(subject, self._written)
             if key in self._recent:  # written before this watch began
-                notice.fire(key, self._recent[key][1])
+                notice.fire(key, self._recent[key])
             yield notice
         finally:
             notices = watchers[key]
@@ -304,24 +301,27 @@ class JetStreamDurable(DurableStore):
                         await sub.unsubscribe()
 
     async def listen(self, family: str) -> None:
-        if family not in self._listening and self.trusted:
-            if family not in self._families:
-                subject = self._listen_at + family
-                self._families[family] = await self.transport.subscribe(subject, self._written)
-            # Our later publishes reach the server after this subscription: whatever they
-            # lead to is heard (the clock of the writes compared with it is the submitter's).
-            self._listening[family] = (_now_ms(), self._reconnects())
-
-    def heard(self, key: str, family: str, since_ms: int) -> tuple[bool, bytes | None]:
+        """Begin (or, after a reconnect or a forgotten value, begin again) to hear every
+        stored write of ``family``: the mark is the task queue's last sequence, read after
+        the subscription (the server handles a connection's messages in order)."""
+        if not self.trusted:
+            return
         found = self._listening.get(family)
-        if found is None:
-            return False, None
-        start, reconnects = found
-        if self._reconnects() != reconnects:  # writes made while away were not heard
-            self._listening[family] = start, reconnects = _now_ms(), self._reconnects()
+        if found is not None and found[1] == self._reconnects():
+            return
+        if family not in self._families:
+            self._families[family] = await self.transport.subscribe(self._listen_at + family, self._written)
+        reconnects = self._reconnects()
+        with jetstream_errors("listening for task updates"):
+            info = await self._js.stream_info(self.config.stream)
+        self._listening[family] = (info.state.last_seq, reconnects)
+
+    def heard(self, key: str, family: str, after: int) -> tuple[bool, bytes | None]:
+        found = self._listening.get(family)
         recent = self._recent.get(key)
-        # Covered: listening since then, and nothing heard since then was forgotten.
-        return max(start, self._forgotten) <= since_ms, recent[1] if recent is not None else None
+        if found is None or found[1] != self._reconnects():  # writes made while away were missed
+            return False, recent
+        return after > found[0], recent
 
     @property
     def trusted(self) -> bool:
@@ -339,10 +339,13 @@ class JetStreamDurable(DurableStore):
         value: bytes | None = None
         if self.trusted and not (msg.headers and msg.headers.get("KV-Operation")):
             value = msg.data  # republished by the server: a write it stored (not a delete)
-            self._recent[key] = (_now_ms(), value)
+            self._recent[key] = value
             self._recent.move_to_end(key)
             if len(self._recent) > RECENT:
-                self._forgotten = self._recent.popitem(last=False)[1][0]
+                self._recent.popitem(last=False)
+                # A value heard was forgotten: nothing is covered until listening begins again
+                # (the forgotten value's task was queued before the new mark).
+                self._listening = {f: (mark, -1) for f, (mark, _) in self._listening.items()}
         for notice in self._watchers.get(key, ()):
             notice.fire(key, value)
         for pattern, notices in self._patterns.items():

@@ -115,8 +115,11 @@ class Tasks:
         key = options.key if attempt.task_id is None else f"{attempt.task_id}/{site}"
         call = CallOptions(timeout=options.timeout, grants=parent.grants_for(None, True))
         attempts = MAX_ATTEMPTS if options.max_attempts is None else options.max_attempts
-        task = await self._submit(target, action, params, call, key, attempts, parent)
-        await attempt.child(task.id, task.record.agent)
+        # Queued and journaled together: a cancel of the parent in between would leave a
+        # child that its cancel cannot find.
+        with anyio.CancelScope(shield=True):
+            task = await self._submit(target, action, params, call, key, attempts, parent)
+            await attempt.child(task.id, task.record.agent)
         return task
 
     async def _submit(
@@ -156,7 +159,7 @@ class Tasks:
         trace = self.calls.services.telemetry.call(request, route)
         try:
             headers = trace.sending(queue, agent)
-            record, created = await client.submit(
+            record, created, sequence = await client.submit(
                 request, agent, key=key, max_attempts=max_attempts, trace=headers
             )
             trace.ended(None)
@@ -165,7 +168,9 @@ class Tasks:
             raise
         finally:
             trace.close()
-        return Task(client, record, created)
+        task = Task(client, record, created)
+        task.queued_at = sequence
+        return task
 
     async def get(self, task_id: str, user_id: str | None = None) -> Task:
         """Re-attach to a task by its id (only the user it was submitted for may).

@@ -23,6 +23,8 @@ class Task:
         """False when an idempotency key named a task submitted before (nothing was queued again)."""
         self.seen = outcome
         """How the task had ended when it was listed (None: it had not)."""
+        self.queued_at = 0
+        """Its place in the queue, when this process queued it (0: it did not)."""
 
     @property
     def id(self) -> str:
@@ -30,7 +32,7 @@ class Task:
 
     async def outcome(self) -> TaskOutcome:
         """Wait for the task to end (by its deadline at the latest) and return how it ended."""
-        return await self._client.outcome(self.record)
+        return await self._client.outcome(self.record, self.queued_at)
 
     async def result(self) -> Any:
         """Wait for the task's result.

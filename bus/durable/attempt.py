@@ -47,6 +47,8 @@ class Attempt:
         self.keys = keys
         self.journal = journal
         self.instance = ""
+        self.sequence = 0
+        """The task's place in the queue (its delivery's sequence)."""
         self.submitted = 0
         """Tasks this attempt's handler submitted so far (their order names their call sites)."""
         self.last_checkpoint: Any = None

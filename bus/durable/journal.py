@@ -31,13 +31,13 @@ RECHECK = 5.0
 
 async def first_free(store: TaskStore, keys: TaskKeys) -> int:
     """The first number with no event: doubling reads, then halving (the journal has no gaps)."""
-    high = 1
-    while await store.get(keys.event(high), TaskEvent) is not None:
+    high = 1  # a number is taken by whatever is stored there, readable or not
+    while await store.raw.get(keys.event(high)) is not None:
         high *= 2
     low = high // 2  # 0 or a number that is taken
     while high - low > 1:
         mid = (low + high) // 2
-        if await store.get(keys.event(mid), TaskEvent) is not None:
+        if await store.raw.get(keys.event(mid)) is not None:
             low = mid
         else:
             high = mid

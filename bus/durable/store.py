@@ -38,7 +38,7 @@ class TaskStore:
     def __init__(self, store: DurableStore) -> None:
         self.raw = store
 
-    async def enqueue(self, subject: str, msg_id: str, value: Any, *, ttl: float | None) -> bool:
+    async def enqueue(self, subject: str, msg_id: str, value: Any, *, ttl: float | None) -> int:
         with _unavailable("storing a task"):
             return await self.raw.enqueue(subject, msg_id, _encode(value), ttl=ttl)
 
@@ -72,8 +72,8 @@ class TaskStore:
         with _unavailable("listening for task updates"):
             await self.raw.listen(family)
 
-    def heard(self, key: str, family: str, since_ms: int) -> tuple[bool, bytes | None]:
-        return self.raw.heard(key, family, since_ms)
+    def heard(self, key: str, family: str, after: int) -> tuple[bool, bytes | None]:
+        return self.raw.heard(key, family, after)
 
     def watch(self, key: str, *, family: str | None = None) -> AbstractAsyncContextManager[Notice]:
         return self.raw.watch(key, family=family)

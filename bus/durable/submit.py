@@ -54,11 +54,11 @@ class TaskClient:
         key: str | None,
         max_attempts: int,
         trace: dict[str, str] | None = None,
-    ) -> tuple[TaskRecord, bool]:
+    ) -> tuple[TaskRecord, bool, int]:
         """Accept ``request`` as a task for ``agent``; its correlation id is the task id.
 
-        Returns the task's record and True, or, when ``key`` names a task its owner
-        submitted already, that task's record and False (queued again only while it may
+        Returns the task's record, True and its place in the queue, or, when ``key`` names a task its owner
+        submitted already, that task's record, False and 0 (queued again only while it may
         never have been: see :meth:`_queue_again`). After UNAVAILABLE the key stays: a
         retry with it finishes the same task, however far the failed try got.
 
@@ -83,7 +83,7 @@ class TaskClient:
             found = await self._record_of(existing)
             if found is not None:
                 await self._queue_again(found, request, trace)
-                return found, False
+                return found, False, 0
             # The key names a submission that stopped before its record (its store failed; a
             # write may even land after its writer gave up): this one finishes it, under that id.
             task_id = request.metadata.correlation_id = existing
@@ -107,11 +107,11 @@ class TaskClient:
                 found = await self._record_of(task_id) if adopted else None
                 if found is not None:  # its first submitter wrote it meanwhile: that task, queued once
                     await self._queue_again(found, request, trace)
-                    return found, False
+                    return found, False, 0
                 raise InvalidParams("a task with this id exists already", details={"field": "taskId"})
             queued = QueuedTask(task_id=task_id, request=request, max_attempts=max_attempts, trace=trace)
             ttl = max(1.0, (record.deadline - now_ms()) / 1000)
-            await store.enqueue(subject, task_id, queued, ttl=ttl)
+            sequence = await store.enqueue(subject, task_id, queued, ttl=ttl)
         except Unavailable:
             # The store may have taken any of it, now or once it is back (a lost reply): the
             # key stays, so a retry with it finishes this submission instead of making another.
@@ -122,7 +122,7 @@ class TaskClient:
                 if idempotency is not None:
                     await self._forget(idempotency)
             raise
-        return record, True
+        return record, True, sequence
 
     async def _queue_again(
         self, found: TaskRecord, request: RequestEnvelope, trace: dict[str, str] | None
@@ -174,13 +174,16 @@ class TaskClient:
             raise PermissionDenied("no such task for this user", details={"taskId": task_id[:64]})
         return record
 
-    async def outcome(self, record: TaskRecord) -> TaskOutcome:
-        """Wait for the task's outcome; at its deadline, end it DEADLINE_EXCEEDED (unless it ended)."""
+    async def outcome(self, record: TaskRecord, queued_at: int = 0) -> TaskOutcome:
+        """Wait for the task's outcome; at its deadline, end it DEADLINE_EXCEEDED (unless it ended).
+
+        ``queued_at`` is the task's place in the queue when this process queued it: when the
+        store has heard every write since before it, the outcome is not read but heard."""
         store = self.store
         key = TaskKeys.of(record).outcome
         family = keys.outcomes_of(record.sender)
         async with store.watch(key, family=family) as notice:
-            covered = store.heard(key, family, record.submitted_at)[0]
+            covered = queued_at > 0 and store.heard(key, family, queued_at)[0]
             heard = notice.take(key)  # written before the watch began
             if heard is not None:
                 found = decode(heard, TaskOutcome) or _unreadable()

@@ -33,7 +33,7 @@ import msgspec
 
 from transports.durable import Delivery
 
-from ..errors import A2AError, AgentLost, DeadlineExceeded
+from ..errors import A2AError, AgentLost, DeadlineExceeded, InvalidParams, PayloadTooLarge
 from ..rejects import Rejects
 from ..subjects import Subjects, is_name
 from .attempt import Attempt
@@ -55,9 +55,6 @@ TICK = 0.05
 
 START_AFTER = 0.2
 """Seconds a first attempt runs before its start is journaled (unless it journals sooner)."""
-
-CLOCK_SKEW_MS = 2000
-"""How far apart the clocks of a submitter and a taker may be, in milliseconds."""
 
 BACKOFF_CAP = 300.0
 """Seconds an attempt waits at most before it runs, after the attempts before it died."""
@@ -90,10 +87,6 @@ class Taker:
 
     async def run(self, run_attempt: RunAttempt, capacity: int) -> None:
         """Take and run tasks until :meth:`stop` (or cancelled)."""
-        try:
-            await self.store.listen(cancels_for(self.agent))
-        except A2AError as exc:  # then each attempt reads whether its task ended
-            log.warning("%s: not listening for cancels: %s", self.instance, exc)
         with self._all:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._tender)
@@ -103,6 +96,9 @@ class Taker:
                             self._freed = anyio.Event()
                             await self._freed.wait()
                         try:
+                            # Hear the agent's cancels (again, after a reconnect): a first
+                            # attempt queued since then reads nothing before it runs.
+                            await self.store.listen(cancels_for(self.agent))
                             deliveries = await self.store.take(
                                 self.agent, self.subject, max_items=capacity - self.running, timeout=TAKE_WAIT
                             )
@@ -186,7 +182,7 @@ class Taker:
             return
         number = delivery.attempt
         attempt = Attempt(store, queued, number, keys, Journal(store, keys, 1))
-        attempt.instance = self.instance
+        attempt.instance, attempt.sequence = self.instance, delivery.sequence
         held.append(attempt)
         started = TaskEvent(kind="attempt", attempt=number, at=now_ms(), instance=self.instance)
         if number == 1:
@@ -221,12 +217,11 @@ class Taker:
         """Before a first attempt: how its task ended already (cancelled before it was
         taken), or None. Its start is journaled only once it has run START_AFTER seconds (or
         writes anything), and no outcome is read when this instance has heard every cancel
-        of the agent's tasks since the task was submitted: a short task costs its taker no
-        store operation but storing its outcome."""
+        of the agent's tasks since before the task was queued: a short task costs its taker
+        no store operation but storing its outcome."""
         attempt.journal.pending = started
         keys = attempt.keys
-        since = (attempt.queued.request.metadata.timestamp or 0) - CLOCK_SKEW_MS
-        covered, cancelled = self.store.heard(keys.cancel, cancels_for(self.agent), since)
+        covered, cancelled = self.store.heard(keys.cancel, cancels_for(self.agent), attempt.sequence)
         if cancelled is not None:
             return TaskOutcome(state="cancelled")  # the canceller stored its outcome
         return None if covered else await self.store.get(keys.outcome, TaskOutcome)
@@ -285,7 +280,14 @@ class Taker:
         """Store the outcome (unless one was stored first), then acknowledge."""
         if not outcome.finished_at:
             outcome.finished_at = now_ms()
-        await self.store.create(keys.outcome, outcome)
+        try:
+            await self.store.create(keys.outcome, outcome)
+        except (PayloadTooLarge, InvalidParams) as exc:  # the result is more than the store takes
+            refused = TaskOutcome(
+                state="failed", error=exc.to_info(), attempt=outcome.attempt, finished_at=now_ms()
+            )
+            refused.instance = outcome.instance
+            await self.store.create(keys.outcome, refused)
         await delivery.ack()
 
     async def _give_up(self, delivery: Delivery, queued: QueuedTask, keys: TaskKeys) -> None:
@@ -311,7 +313,10 @@ class Taker:
             details={"attempts": reasons},
         )
         failed = TaskOutcome(state="failed", error=lost.to_info(), finished_at=now_ms())
-        await self.store.create(keys.outcome, failed)
+        if not await self.store.create(keys.outcome, failed):  # it ended before: cancelled, say
+            first = await self.store.get(keys.outcome, TaskOutcome)
+            if first is not None and first.state == "cancelled":
+                await self._cascade(keys)
         await delivery.term()
 
     @asynccontextmanager
@@ -324,8 +329,7 @@ class Taker:
         store, key, family = self.store, attempt.keys.cancel, cancels_for(self.agent)
         async with store.watch(key, family=family) as notice:
             notice.on_fire = scope.cancel
-            since = (attempt.queued.request.metadata.timestamp or 0) - CLOCK_SKEW_MS
-            covered, heard = store.heard(key, family, since)
+            covered, heard = store.heard(key, family, attempt.sequence)
             if (
                 heard is not None
                 or notice.written
@@ -334,7 +338,7 @@ class Taker:
                 scope.cancel()
             now = anyio.current_time()
             start_at = now + START_AFTER if attempt.journal.pending is not None else math.inf
-            tended = _Tended(delivery, attempt, now + delivery.ack_wait / 3, start_at)
+            tended = _Tended(delivery, attempt, scope, now + delivery.ack_wait / 3, start_at)
             self._tended.add(tended)
             try:
                 yield
@@ -342,8 +346,8 @@ class Taker:
                 self._tended.discard(tended)
 
     async def _tender(self) -> None:
-        """For every running attempt: keep its delivery alive (every third of its ack wait),
-        and journal its start once it has run START_AFTER."""
+        """For every running attempt: keep its delivery alive (every third of its ack wait,
+        reading its cancel key then), and journal its start once it has run START_AFTER."""
         while True:
             await anyio.sleep(TICK)
             now = anyio.current_time()
@@ -355,6 +359,10 @@ class Taker:
                     if now >= tended.alive_at:
                         tended.alive_at = now + tended.delivery.ack_wait / 3
                         await tended.delivery.working()
+                        # A cancel written while this instance was away from the server was
+                        # not heard: it is read at each keep-alive.
+                        if await self._read_cancel(tended.attempt.keys.cancel) is not None:
+                            tended.scope.cancel()
                 except Exception as exc:  # the store is away: the attempt goes on (it may be redelivered)
                     log.debug("%s: tending a task attempt failed: %s", self.instance, exc)
 
@@ -372,6 +380,7 @@ class _Tended:
 
     delivery: Delivery
     attempt: Attempt
+    scope: anyio.CancelScope
     alive_at: float
     start_at: float
 

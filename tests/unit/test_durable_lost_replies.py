@@ -207,6 +207,7 @@ class Renumbered(Delivery):
     def __init__(self, inner: Delivery) -> None:
         self.inner, self.subject, self.data, self.attempt = inner, inner.subject, inner.data, 1
         self.ack_wait = 30.0  # its keep-alive comes late: the queue delivers it again meanwhile
+        self.sequence = inner.sequence
 
     async def ack(self) -> None:
         await self.inner.ack()
