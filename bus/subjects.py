@@ -199,30 +199,10 @@ class Subjects:
         """Every task queue of the namespace: the subjects the task stream keeps."""
         return f"{self.root}.taskq.*.*"
 
-    def task_queues_to_anyone(self) -> str:
-        """Every task queue this sender may publish on (for permissions)."""
-        return f"{self.root}.taskq.*.{self.sender}"
-
-    def task_acks(self, agent: str) -> str:
-        """The acknowledgement subjects of ``agent``'s consumer of the task stream."""
-        return f"$JS.ACK.{self.task_stream}.{validate_name('agent name', agent)}.>"
-
-    def task_key(self, key: str) -> str:
-        """The subject a write of ``key`` (a key or a pattern) of the task bucket is published on."""
-        return f"$KV.{self.task_bucket}.{key}"
-
     @property
     def task_updates(self) -> str:
         """Where the server republishes each stored write of the task bucket (``.<key>``)."""
         return f"{self.root}.taskkv"
-
-    def task_update(self, key: str) -> str:
-        """The subject a stored write of ``key`` (a key or a pattern) is republished on."""
-        return f"{self.task_updates}.{key}"
-
-    def task_key_read(self, key: str) -> str:
-        """The direct-get subject that reads ``key`` (a key or a pattern) of the task bucket."""
-        return jetstream_api(f"DIRECT.GET.KV_{self.task_bucket}", self.task_key(key))
 
     @property
     def task_stream(self) -> str:

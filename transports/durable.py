@@ -313,6 +313,8 @@ class MemoryDurable(DurableStore):
         return True
 
     async def put(self, key: str, value: bytes) -> None:
+        if len(value) > self.max_payload:
+            raise MessageTooLarge(len(value), self.max_payload)
         self._kv[_checked(key)] = value
         for pattern, notices in self._watchers.items():
             if pattern == key or subject_matches(pattern, key):

@@ -239,7 +239,13 @@ class JetStreamDurable(DurableStore):
         assert self._kv is not None, "JetStreamDurable.open() was not called"
         return self._kv
 
+    def _fits(self, value: bytes) -> None:
+        limit = self.transport.max_payload
+        if len(value) > limit:
+            raise MessageTooLarge(len(value), limit)
+
     async def create(self, key: str, value: bytes) -> bool:
+        self._fits(value)
         with jetstream_errors("writing a task's record"):
             try:
                 await self.kv.create(key, value)
@@ -248,6 +254,7 @@ class JetStreamDurable(DurableStore):
         return True
 
     async def put(self, key: str, value: bytes) -> None:
+        self._fits(value)
         with jetstream_errors("writing a task's record"):
             await self.kv.put(key, value)
 
@@ -337,7 +344,18 @@ class JetStreamDurable(DurableStore):
             return
         key = subject[len(self._listen_at) :]
         value: bytes | None = None
-        if self.trusted and not (msg.headers and msg.headers.get("KV-Operation")):
+        if self.trusted:
+            headers = msg.headers or {}
+            # The server answers any JetStream request on whatever reply subject the requester
+            # names (a direct get with the raw stored bytes of the requester's own key): only
+            # the bucket's republish of a write of this very key counts, anything else is noise.
+            if (
+                msg.reply
+                or headers.get("Nats-Stream") != f"KV_{self.config.bucket}"
+                or headers.get("Nats-Subject") != f"$KV.{self.config.bucket}.{key}"
+            ):
+                return
+        if self.trusted and not headers.get("KV-Operation"):
             value = msg.data  # republished by the server: a write it stored (not a delete)
             self._recent[key] = value
             self._recent.move_to_end(key)

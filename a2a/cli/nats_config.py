@@ -21,14 +21,12 @@ an audit reader for operators, and an admin. What the server then enforces:
   cannot check that subject against the creator's rights. Readers fetch the stream's
   messages by sequence (``$JS.API.STREAM.MSG.GET``), whose answers wrap a message in the
   API's JSON wherever the request sends them, never as a message of its own;
-* durable tasks (``a2a task setup`` makes their stream, bucket and one pull consumer per
-  agent as the admin): a runtime queues tasks only in its own name and only for the
-  agents it may invoke, writes and reads its own tasks' records and idempotency keys,
-  reads their outcomes and journals, and may cancel them; an agent takes work only
-  through its own consumer, acknowledges only its own deliveries, and reads and writes
-  outcomes, journals, checkpoints and effects only of tasks queued for it (the keys name
-  the agent and the sender: ``bus.durable.keys``). Keys are read by direct get, whose
-  subject names the key, so a user reads no key outside its part.
+* durable tasks get no rights here: their store is read by direct get, and the server
+  answers a JetStream request on whatever reply subject the requester names, bytes the
+  requester stored included, so with a right to read its own keys a user could have the
+  server publish a message of its choosing on any subject (a request in another's name, a
+  write to another's key). The task store needs an account of its own, whose subjects
+  users import as services; until then durable tasks run only without these permissions.
 
 The roster's capabilities are pinned here as by ``a2a redis-config``: ``--agents
 module:attr`` names the agents' code, whose declared capabilities fill in the roster
@@ -43,7 +41,6 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from bus.durable import keys
 from bus.protocol import MAX_RESPONSES
 from bus.subjects import Subjects, inbox_prefix, jetstream_api
 
@@ -87,52 +84,6 @@ def _caller(subjects: Subjects, targets: Iterable[str]) -> list[str]:
     return allow
 
 
-def _task_submitter(subjects: Subjects, targets: Iterable[str]) -> tuple[list[str], list[str]]:
-    """Publish and subscribe rights of a runtime submitting durable tasks to ``targets``."""
-    me = subjects.sender
-    publish = [
-        jetstream_api("STREAM.INFO", subjects.task_stream),
-        jetstream_api("STREAM.INFO", f"KV_{subjects.task_bucket}"),
-        subjects.task_key(keys.records_of(me)),
-        subjects.task_key(f"key.{me}.>"),
-        subjects.task_key_read(keys.records_of(me)),
-        subjects.task_key_read(f"key.{me}.>"),
-        subjects.task_key_read(keys.outcomes_of(me)),
-        subjects.task_key_read(keys.events_of(me)),
-    ]
-    for target in targets:
-        publish += [
-            subjects.task_queue(target)
-            if target != "*"
-            else subjects.task_queues().rsplit(".", 1)[0] + f".{me}",
-            subjects.task_key(f"outcome.{target}.{me}.*"),  # a deadline or cancel ends its task
-            subjects.task_key(f"cancel.{target}.{me}.*"),
-        ]
-    subscribe = [subjects.task_update(keys.outcomes_of(me)), subjects.task_update(keys.events_of(me))]
-    return publish, subscribe
-
-
-def _task_taker(subjects: Subjects, agent: str) -> tuple[list[str], list[str]]:
-    """Publish and subscribe rights of an agent taking its durable tasks."""
-    stream = subjects.task_stream
-    mine = [
-        f"outcome.{agent}.*.*",
-        f"event.{agent}.*.*.*",
-        f"checkpoint.{agent}.*.*",
-        f"effect.{agent}.*.*.*",
-    ]
-    publish = [
-        jetstream_api("STREAM.INFO", stream),
-        jetstream_api("STREAM.INFO", f"KV_{subjects.task_bucket}"),
-        jetstream_api("CONSUMER.INFO", f"{stream}.{agent}"),
-        jetstream_api("CONSUMER.MSG.NEXT", f"{stream}.{agent}"),
-        subjects.task_acks(agent),
-        *(subjects.task_key(key) for key in mine),
-        *(subjects.task_key_read(key) for key in [*mine, keys.cancels_for(agent)]),
-    ]
-    return publish, [subjects.task_update(keys.cancels_for(agent))]
-
-
 def _own(subjects: Subjects) -> list[str]:
     """What a user receives in any role: replies to its calls, its own request inboxes."""
     return [subjects.replies(), f"{inbox_prefix(subjects.sender)}.>"]
@@ -162,11 +113,9 @@ def agent_permissions(roster: Roster, agent: str, namespace: str, *, max_ttl: fl
         f"{anyone.notifications()} {agent}",  # only in its own queue group
     ]
     deny = [me.agent(agent), me.instances(agent), me.cancel(agent), me.notifications()]
-    submit, follow = _task_submitter(me, targets)
-    take, cancels = _task_taker(me, agent)
     return {
-        "publish": {"allow": _unique([*_caller(me, targets), *submit, *take])},
-        "subscribe": {"allow": [*subscribe, *follow, *cancels], "deny": deny},
+        "publish": {"allow": _caller(me, targets)},
+        "subscribe": {"allow": subscribe, "deny": deny},
         "allow_responses": _responses(max_ttl),
     }
 
@@ -174,13 +123,8 @@ def agent_permissions(roster: Roster, agent: str, namespace: str, *, max_ttl: fl
 def _client_permissions(namespace: str, user: str) -> Permissions:
     """A caller from outside any agent: calls any agent in its own name, reads the audit records."""
     me = Subjects(namespace, user)
-    submit, follow = _task_submitter(me, ["*"])
-    publish = [*_caller(me, ["*"]), *_audit_reading(me.audit_stream), *submit]
-    return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), me.audit_all, *follow]}}
-
-
-def _unique(subjects: list[str]) -> list[str]:
-    return list(dict.fromkeys(subjects))
+    publish = [*_caller(me, ["*"]), *_audit_reading(me.audit_stream)]
+    return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), me.audit_all]}}
 
 
 def _auditor_permissions(namespace: str, user: str) -> Permissions:

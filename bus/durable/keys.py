@@ -9,11 +9,10 @@
     effect.<agent>.<sender>.<id>.<name>     EffectRecord of one named side effect
 
 ``<sender>`` is the identity that submitted the task (the last token of its queue subject)
-and ``<agent>`` the agent it was queued for, so nats-server permissions (``a2a
-nats-config``) can give each identity exactly its part: a submitter writes and reads its
-own records and keys and reads the outcomes and journals of its own tasks; an agent reads
-and writes the outcomes, journals, checkpoints and effects of tasks queued for it, and
-reads their cancel keys; nobody else reads or writes any of them.
+and ``<agent>`` the agent it was queued for, so each identity's part of the bucket is a set
+of key patterns: a submitter writes and reads its own records and keys and reads the
+outcomes and journals of its own tasks; an agent reads and writes the outcomes, journals,
+checkpoints and effects of tasks queued for it, and reads their cancel keys.
 
 Ids are the runtime's task ids (one token); names and keys chosen by users are hashed, so
 every key is a valid KV key whatever they contain.

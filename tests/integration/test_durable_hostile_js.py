@@ -1,7 +1,6 @@
-"""HOSTILE (failing now): durable tasks on a real nats-server that run too often, too late, or hang.
-
-Each test is a defect found by a hostile review; ``xfail(strict=True)`` marks it, so the
-marker must go once the defect is fixed.
+"""Durable tasks on a real nats-server when things go wrong around them: lost connections,
+unreadable journal lines, cancels that race a submission, clocks that disagree, values the
+store refuses. ``xfail(strict=True)`` marks what does not hold yet.
 """
 
 from __future__ import annotations
@@ -116,9 +115,6 @@ class Proxy:
         self.server.close()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="HOSTILE: an outcome over max_payload re-runs the handler until AGENT_LOST"
-)
 async def test_a_result_too_large_to_store_ends_the_task_once(nats_url: str, namespace: str) -> None:
     log.clear()
     async with Runtime(settings(nats_url, namespace)) as rt:
@@ -126,8 +122,7 @@ async def test_a_result_too_large_to_store_ends_the_task_once(nats_url: str, nam
         task = await rt.tasks.submit("w", "big", max_attempts=3, timeout=30)
         with anyio.fail_after(25):
             outcome = await task.outcome()
-    # Today: the handler runs 3 times and the task ends AGENT_LOST, "attempt 2 on ...: no
-    # end recorded (its process died?)". The in-memory twin stores it (no size limit on put).
+    # The store refuses the result: the task ends with that refusal, and runs once.
     assert log.count("big") == 1
     assert outcome.error is not None and outcome.error.code == "PAYLOAD_TOO_LARGE"
 
@@ -180,11 +175,12 @@ async def test_a_cancel_written_while_the_taker_is_disconnected_stops_the_attemp
             await anyio.sleep(6)
     finally:
         proxy.close()
-    assert "done:long" not in log  # today the handler runs to its end: a cancelled task's work is done
+    assert "done:long" not in log  # the cancel stopped the handler
 
 
 @pytest.mark.xfail(
-    strict=True, reason="HOSTILE: a waiter disconnected when the outcome was stored waits RECHECK"
+    strict=True,
+    reason="a waiter that was away when its outcome was stored hears of it only at its next recheck (5 s)",
 )
 async def test_a_waiter_disconnected_when_its_outcome_was_stored_ends_at_once_after_reconnecting(
     nats_url: str, namespace: str
@@ -217,7 +213,7 @@ async def test_a_waiter_disconnected_when_its_outcome_was_stored_ends_at_once_af
                 back = time.monotonic()
     finally:
         proxy.close()
-    assert ended[0] - back < 1.0  # today: up to RECHECK (5 s)
+    assert ended[0] - back < 1.0  # not at the next recheck (5 s)
 
 
 async def test_a_task_re_attached_from_a_process_with_a_slower_clock_ends_at_once(
@@ -240,7 +236,7 @@ async def test_a_task_re_attached_from_a_process_with_a_slower_clock_ends_at_onc
         started = time.monotonic()
         with anyio.fail_after(10):
             await again.outcome()
-    assert time.monotonic() - started < 1.0  # today: RECHECK (5 s); the store was never read
+    assert time.monotonic() - started < 1.0  # read, not left to the recheck (5 s)
 
 
 async def test_a_cancel_reaches_the_children_of_a_task_whose_instance_died(
