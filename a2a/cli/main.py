@@ -258,8 +258,25 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="instead: a registry of N heartbeating instances, what it costs one view and Redis",
     )
+    p.add_argument(
+        "--chaos",
+        action="store_true",
+        help="instead: durable tasks while instances and servers are SIGKILLed; exit 1 if a guarantee breaks",
+    )
     p.add_argument("--sizes", type=sizes, default=(1000, 10_000, 50_000), help="with --registry: 1000,10000")
-    p.add_argument("--seconds", type=integer(1, 3600), default=10, help="with --registry: seconds per phase")
+    p.add_argument(
+        "--seconds",
+        type=integer(1, 3600),
+        help="with --registry: seconds per phase (10); with --chaos: seconds of chaos (60)",
+    )
+    p.add_argument("--tasks", type=integer(1, 100_000), default=1000, help="with --chaos: tasks submitted")
+    p.add_argument(
+        "--scenario",
+        choices=["instances", "server", "cluster"],
+        default="instances",
+        help="with --chaos: kill instances; and nats-server once; or a node of a 3-node R3 cluster",
+    )
+    p.add_argument("--seed", type=integer(0, 2**31 - 1), help="with --chaos: the random seed (printed)")
     p.add_argument("--nats-url", type=nats_url, help="use this server instead of an embedded one")
     p.add_argument("--redis-url", type=redis_url, help="use this server instead of an embedded one")
     p.set_defaults(func=cmd_bench)

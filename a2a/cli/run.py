@@ -248,11 +248,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         durable = run_durable_bench(nats_url=args.nats_url, config=quick)
         print(msgspec.json.encode(durable).decode() if args.json else render_durable(durable))
         return 0
+    if args.chaos:
+        return _bench_chaos(args)
     if args.registry:
         from ..bench.registry_load import render as render_registry
         from ..bench.registry_load import run_registry_bench
 
-        results = run_registry_bench(redis_url=args.redis_url, sizes=args.sizes, seconds=args.seconds)
+        seconds = args.seconds if args.seconds is not None else 10
+        results = run_registry_bench(redis_url=args.redis_url, sizes=args.sizes, seconds=seconds)
         print(msgspec.json.encode(results).decode() if args.json else render_registry(results))
         return 0
 
@@ -282,6 +285,32 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for report in reports:
         console.print(render(report))
     return 0
+
+
+def _bench_chaos(args: argparse.Namespace) -> int:
+    """``a2a bench --chaos``: exit 0 when every guarantee held, 1 when one broke."""
+    import msgspec
+
+    from ..bench.chaos import ChaosConfig, run_chaos
+    from ..bench.chaos_report import render as render_chaos
+    from ..dev.servers import ServerError
+
+    if args.nats_url or args.redis_url:
+        raise CommandError(
+            "--chaos starts and kills its own servers: leave out --nats-url and --redis-url", status=2
+        )
+    config = ChaosConfig(
+        scenario=args.scenario,
+        tasks=args.tasks,
+        seconds=args.seconds if args.seconds is not None else 60,
+        seed=args.seed,
+    )
+    try:
+        report = run_chaos(config)
+    except ServerError as exc:
+        raise CommandError(f"the chaos run could not start its servers: {exc}") from None
+    print(msgspec.json.encode(report).decode() if args.json else render_chaos(report))
+    return 0 if report["ok"] else 1
 
 
 def _bench_gateway(args: argparse.Namespace) -> int:
