@@ -49,6 +49,8 @@ __all__ = ["ChaosConfig", "Scenario", "run_chaos"]
 Scenario = Literal["instances", "server", "cluster"]
 RETRY = 0.5
 """Seconds between two tries of a submission or a wait the store refused."""
+LOGGED = 5
+"""Refused tries of one job kept for the report."""
 
 
 class ChaosConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -173,13 +175,15 @@ class _Run:
         self.timeout = config.seconds + config.drain + 60.0
         """Each task's deadline: beyond the run, so no task ends DEADLINE_EXCEEDED in it."""
         self.queue_left = 0
+        self.t0 = 0.0
+        """When the first task was submitted (the loop's clock)."""
 
     async def run(self) -> dict[str, Any]:
         c = self.config
         async with Runtime(self.settings) as rt:
             if c.scenario == "cluster":  # every runtime has opened the store by now
                 await replicate(self.settings, CLUSTER_SIZE, self.notes)
-            t0 = anyio.current_time()
+            t0 = self.t0 = anyio.current_time()
             chaos_end = t0 + c.seconds
             give_up = chaos_end + c.drain
             async with anyio.create_task_group() as jobs:
@@ -226,6 +230,9 @@ class _Run:
             except (A2AError, TransportError) as exc:
                 code = getattr(exc, "code", type(exc).__name__)
                 job.submit_errors[code] += 1
+                job.refused_at.append(anyio.current_time() - self.t0)
+                if len(job.submit_log) < LOGGED:
+                    job.submit_log.append(f"{job.refused_at[-1]:6.2f}s {exc}")
                 if code != "UNAVAILABLE" or anyio.current_time() > give_up:
                     job.never_accepted = f"{code}: {exc}"
                     return None
@@ -287,17 +294,28 @@ class _Run:
     async def _kill_server(self, at: float) -> None:
         """SIGKILL nats-server (a cluster: the node leading the task stream) once, restart it.
 
-        Restarting blocks this loop while the server recovers its store (well under a
-        second here): it must be started from this, the main, thread.
+        The restart blocks this loop until the server accepts connections (a fraction of a
+        second): it must be started from this, the main, thread. JetStream's recovery is
+        then waited for without blocking.
         """
         await anyio.sleep_until(at)
         index = 0
+        leaders: dict[str, str | None] = {}
         if self.config.scenario == "cluster":
-            leader = await QueueCheck(self.settings).stream_leader()
-            index = self.servers.node_named(leader) if leader else 0
+            leaders = await QueueCheck(self.settings).leaders()
+            index = self.servers.node_named(leaders["stream"]) if leaders["stream"] else 0
         name = self.servers.nodes[index].server_name
         self.servers.kill(index)
         killed = time.monotonic()
         await anyio.sleep(self.config.outage)
         self.servers.restart(index)
-        self.kills["server"] = {"node": name, "down_s": round(time.monotonic() - killed, 2)}
+        restarted = time.monotonic()
+        while not await anyio.to_thread.run_sync(self.servers.jetstream_ready, index):
+            await anyio.sleep(0.1)
+        self.kills["server"] = {
+            "node": name,
+            **({"leaders_then": leaders} if leaders else {}),
+            "at_s": round(at - self.t0, 2),
+            "down_s": round(restarted - killed, 2),
+            "jetstream_back_s": round(time.monotonic() - killed, 2),
+        }

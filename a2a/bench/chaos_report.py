@@ -43,6 +43,10 @@ class JobRecord:
     """Refused submission tries by error code (each retried with the same key)."""
     never_accepted: str | None = None
     """Why the job was given up on without a task."""
+    submit_log: list[str] = field(default_factory=list)
+    """The first refused tries, with the second of the run each happened at."""
+    refused_at: list[float] = field(default_factory=list)
+    """The second of the run of every refused try."""
     waited: TaskOutcome | None = None
     """The outcome the submitter's waiter saw (None: none before the run's end)."""
     follow_errors: Counter[str] = field(default_factory=Counter)
@@ -110,6 +114,11 @@ def verdict(jobs: list[JobRecord], events: list[dict[str, Any]]) -> dict[str, An
         said = final.result.get("attempt") if isinstance(final.result, dict) else final.attempt
         if name == "completed" and said != final.attempt:
             broken.append(f"task {j.task_id}: its result names attempt {said}, its outcome {final.attempt}")
+    refused = [at for j in jobs for at in j.refused_at]
+    # A failure other than EFFECT_IN_DOUBT after the effect ran: the caller is not told it did.
+    failed_after_effect = {
+        code: counts[1] for code, counts in matrix.items() if code not in ("completed", "EFFECT_IN_DOUBT")
+    }
     over = {t: c["effect"] for t, c in by_task.items() if c["effect"] > 1}
     over_jobs = {n: c for n, c in effects_of_job.items() if c > 1}
     orphans = sorted(t for t in by_task if t not in known)
@@ -142,12 +151,16 @@ def verdict(jobs: list[JobRecord], events: list[dict[str, Any]]) -> dict[str, An
         "keys_moved": keys_moved,
         "effects_by_outcome": {k: _histogram(list(v.elements())) for k, v in sorted(matrix.items())},
         "effects_over_once": len(over),
+        "failed_after_effect": {code: n for code, n in failed_after_effect.items() if n},
         "jobs_with_effects_over_once": len(over_jobs),
         "attempts_of_outcome": _histogram(attempts),
         "handler_starts_per_task": _histogram(starts),
         "handler_returned_twice": twice_returned,
         "tasks_run_not_accepted": len(orphans),
         "submit_errors": dict(submit_errors),
+        "submit_error_examples": sorted({line.split("s ", 1)[1] for j in jobs for line in j.submit_log})[:5],
+        "submits_refused_s": [round(min(refused), 2), round(max(refused), 2)] if refused else [],
+        "never_accepted_examples": [{"job": j.job, "tries": j.submit_log} for j in never[:3]],
         "follow_errors": dict(follow_errors),
         "broken": broken,
         "ok": not broken,
@@ -162,10 +175,11 @@ def render(report: dict[str, Any]) -> str:
         f"seed {r['seed']}, ack wait {r['ack_wait']:g} s",
         f"  kills: {r['kills']}",
         f"  accepted {r['accepted']}, never accepted {r['never_accepted']}, "
-        f"submit errors {r['submit_errors']}",
+        f"submit errors {r['submit_errors']} (between {r['submits_refused_s']} s into the run)",
         f"  outcomes: {r['outcomes']}   (stuck: {r['stuck']})",
         f"  effects counted per task, by outcome: {r['effects_by_outcome']}",
-        f"  effects over once: {r['effects_over_once']} tasks, {r['jobs_with_effects_over_once']} jobs",
+        f"  effects over once: {r['effects_over_once']} tasks, {r['jobs_with_effects_over_once']} jobs; "
+        f"failed (not in doubt) after the effect ran: {r['failed_after_effect']}",
         f"  more than one stored result: {r['more_than_one_stored_result']}, "
         f"outcomes gone: {r['outcome_gone']}, keys moved: {r['keys_moved']}",
         f"  attempt that ended each task: {r['attempts_of_outcome']}",
@@ -175,6 +189,11 @@ def render(report: dict[str, Any]) -> str:
         f"  waiter errors: {r['follow_errors']}",
         f"  wall time {r['wall_s']:.1f} s (chaos {r['chaos_s']:.1f} s, drain {r['drain_s']:.1f} s)",
     ]
+    for message in r["submit_error_examples"]:
+        lines.append(f"  a refused submission: {message}")
+    for example in r["never_accepted_examples"]:
+        lines.append(f"  job {example['job']} never accepted; its first tries:")
+        lines += [f"    {line}" for line in example["tries"]]
     for note in r.get("notes", []):
         lines.append(f"  note: {note}")
     if r["broken"]:

@@ -77,13 +77,14 @@ class NatsServers:
         for node in self.nodes:
             node.start()
         deadline = time.monotonic() + timeout
-        while not all(self._jetstream_ready(i) for i in range(self.size)):
+        while not all(self.jetstream_ready(i) for i in range(self.size)):
             if time.monotonic() > deadline:
                 tails = "\n".join(node.log_tail(5) for node in self.nodes)
                 raise ServerError(f"JetStream did not become ready within {timeout:g}s:\n{tails}")
             time.sleep(0.05)
 
-    def _jetstream_ready(self, index: int) -> bool:
+    def jetstream_ready(self, index: int) -> bool:
+        """Node ``index`` answers for JetStream (in a cluster: it knows the meta leader)."""
         jsz = _monitor(self.monitor_ports[index], "/jsz")
         if jsz is None:
             return False
@@ -106,18 +107,14 @@ class NatsServers:
         """SIGKILL node ``index`` (its store directory stays)."""
         self.nodes[index].kill()
 
-    def restart(self, index: int = 0, timeout: float = 30.0) -> None:
-        """Start node ``index`` again on the same ports and store directory; wait for JetStream.
+    def restart(self, index: int = 0) -> None:
+        """Start node ``index`` again on the same ports and store directory; returns once it
+        accepts connections (JetStream may need longer: :meth:`jetstream_ready`).
 
         Raises:
-            ServerError: it did not come back in time.
+            ServerError: it did not start.
         """
         self.nodes[index].restart()
-        deadline = time.monotonic() + timeout
-        while not self._jetstream_ready(index):
-            if time.monotonic() > deadline:
-                raise ServerError(f"{self.nodes[index].server_name} did not come back within {timeout:g}s")
-            time.sleep(0.05)
 
     def stop(self) -> None:
         for node in self.nodes:

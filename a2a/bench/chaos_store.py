@@ -44,7 +44,7 @@ async def replicate(settings: Settings, replicas: int, notes: list[str]) -> None
     scaled them down, and wait until every replica is current. ``notes`` gets what was done.
 
     Raises:
-        TimeoutError: the replicas did not catch up within 30 s.
+        TimeoutError: the replicas did not catch up within 60 s.
     """
     subjects = Subjects(settings.namespace)
     stream, bucket = subjects.task_stream, subjects.task_bucket
@@ -76,28 +76,25 @@ async def replicate(settings: Settings, replicas: int, notes: list[str]) -> None
                     )
                     info.config.num_replicas = replicas
                     await js.update_stream(info.config)
-            try:
-                consumer = await js.consumer_info(stream, CONSUMER)
-                notes.append(
-                    f"the worker's consumer has R{consumer.config.num_replicas or 'inherited'}, "
-                    f"{len(consumer.cluster.replicas or []) + 1 if consumer.cluster else 1} replicas now"
-                )
-            except nats.js.errors.NotFoundError:
-                pass
-        with anyio.fail_after(30):
+        with anyio.fail_after(60):  # scaling up takes about ten seconds
             for name in (stream, f"KV_{bucket}"):
-                while not await _current(js, name, replicas):
-                    await anyio.sleep(0.1)
+                while len(await _current(js, name)) < replicas:
+                    await anyio.sleep(0.2)
+            try:
+                while len(await _current(js, stream, CONSUMER)) < replicas:
+                    await anyio.sleep(0.2)
+                notes.append(f"the worker's consumer has {replicas} current replicas")
+            except nats.js.errors.NotFoundError:
+                pass  # no taker has made it yet: made later, it has the stream's replicas
 
 
-async def _current(js: JetStreamContext, stream: str, replicas: int) -> bool:
-    """``stream`` has a leader and ``replicas - 1`` followers, all current."""
-    info = await js.stream_info(stream)
+async def _current(js: JetStreamContext, stream: str, consumer: str | None = None) -> list[str]:
+    """The nodes holding a current copy of ``stream`` (or of its ``consumer``), leader first."""
+    info = await (js.consumer_info(stream, consumer) if consumer else js.stream_info(stream))
     cluster = info.cluster
     if cluster is None or not cluster.leader:
-        return replicas == 1
-    peers = cluster.replicas or []
-    return len(peers) == replicas - 1 and all(p.current for p in peers)
+        return []
+    return [cluster.leader, *(str(p.name) for p in cluster.replicas or [] if p.current)]
 
 
 class QueueCheck:
@@ -105,13 +102,25 @@ class QueueCheck:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.stream = Subjects(settings.namespace).task_stream
+        subjects = Subjects(settings.namespace)
+        self.stream, self.bucket = subjects.task_stream, subjects.task_bucket
 
-    async def stream_leader(self) -> str | None:
-        """The server name of the node leading the task stream (None: no cluster)."""
+    async def leaders(self) -> dict[str, str | None]:
+        """The server name of the node leading the task stream, the bucket and the worker's
+        consumer (None: no cluster, or none yet)."""
+        found: dict[str, str | None] = {}
         async with _jetstream(self.settings) as js:
-            info = await js.stream_info(self.stream)
-        return info.cluster.leader if info.cluster is not None else None
+            for role, name, consumer in (
+                ("stream", self.stream, None),
+                ("bucket", f"KV_{self.bucket}", None),
+                ("consumer", self.stream, CONSUMER),
+            ):
+                try:
+                    nodes = await _current(js, name, consumer)
+                except nats.js.errors.NotFoundError:
+                    nodes = []
+                found[role] = nodes[0] if nodes else None
+        return found
 
     async def settled(self, timeout: float) -> int:
         """Wait up to ``timeout`` seconds for the queue to hold no message; how many it still
