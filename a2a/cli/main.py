@@ -276,6 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="instances",
         help="with --chaos: kill instances; and nats-server once; or a node of a 3-node R3 cluster",
     )
+    p.add_argument(
+        "--outage",
+        type=seconds,
+        default=2.0,
+        help="with --chaos --scenario server|cluster: seconds the killed server stays down (2)",
+    )
     p.add_argument("--seed", type=integer(0, 2**31 - 1), help="with --chaos: the random seed (printed)")
     p.add_argument("--nats-url", type=nats_url, help="use this server instead of an embedded one")
     p.add_argument("--redis-url", type=redis_url, help="use this server instead of an embedded one")

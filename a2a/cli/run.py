@@ -303,6 +303,7 @@ def _bench_chaos(args: argparse.Namespace) -> int:
         scenario=args.scenario,
         tasks=args.tasks,
         seconds=args.seconds if args.seconds is not None else 60,
+        outage=args.outage,
         seed=args.seed,
     )
     try:

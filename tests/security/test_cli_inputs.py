@@ -107,6 +107,7 @@ ARGUMENTS = [
     Case("bench-nats-url", ("bench", "--nats-url", "notaurl"), 2, "--nats-url"),
     Case("bench-chaos-tasks-zero", ("bench", "--chaos", "--tasks", "0"), 2, "--tasks"),
     Case("bench-chaos-scenario", ("bench", "--chaos", "--scenario", "moon"), 2, "--scenario"),
+    Case("bench-chaos-outage", ("bench", "--chaos", "--outage", "-1"), 2, "--outage"),
     Case(
         "bench-chaos-own-servers",
         ("bench", "--chaos", "--nats-url", "nats://127.0.0.1:4222"),
@@ -239,6 +240,7 @@ INLINE = {
     "bench-nats-url",
     "bench-chaos-tasks-zero",
     "bench-chaos-scenario",
+    "bench-chaos-outage",
     "bench-chaos-own-servers",
     "demo-redis-url",
     "unknown-command",
