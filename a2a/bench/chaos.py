@@ -73,6 +73,10 @@ class ChaosConfig(msgspec.Struct, kw_only=True, frozen=True):
     """Seconds the effect itself takes (counted halfway), drawn per task."""
     after: tuple[float, float] = (0.2, 0.6)
     """Seconds a handler sleeps after its effect, drawn per task."""
+    instance_kills: bool | None = None
+    """Kill instances during the chaos; None: in the instances and server scenarios only (on a
+    cluster, an instance that starts opens the store, which may scale the task stream down to
+    the runtime's one replica: see :func:`a2a.bench.chaos_store.replicate`)."""
     journal: bool = True
     """Run the effect through ``ctx.task.effect``; False runs it bare (a control: it must break)."""
     seed: int | None = None
@@ -191,7 +195,7 @@ class _Run:
                     at = t0 + job.job * c.seconds / max(1, c.tasks)
                     jobs.start_soon(self._job, rt, job, at, give_up)
                 async with anyio.create_task_group() as chaos:
-                    if c.scenario != "cluster":
+                    if c.instance_kills or (c.instance_kills is None and c.scenario != "cluster"):
                         chaos.start_soon(self._kill_instances, chaos_end)
                     if c.scenario != "instances":
                         chaos.start_soon(self._kill_server, t0 + c.seconds / 2)
