@@ -20,6 +20,7 @@ public API: ``rt.tasks.submit``, ``task.outcome``, ``rt.tasks.get``, ``task.peek
 
 from __future__ import annotations
 
+import logging
 import random
 import shutil
 import tempfile
@@ -45,6 +46,8 @@ from .chaos_servers import CLUSTER_SIZE, Instances, NatsServers
 from .chaos_store import QueueCheck, replicate
 
 __all__ = ["ChaosConfig", "Scenario", "run_chaos"]
+
+log = logging.getLogger("a2a.bench")
 
 Scenario = Literal["instances", "server", "cluster"]
 RETRY = 0.5
@@ -97,7 +100,7 @@ def run_chaos(config: ChaosConfig) -> dict[str, Any]:
     servers = NatsServers(CLUSTER_SIZE if config.scenario == "cluster" else 1)
     redis = RedisServer()
     instances: Instances | None = None
-    report: dict[str, Any] = {}
+    keep = config.keep
     try:
         servers.start()
         redis.start()
@@ -125,8 +128,6 @@ def run_chaos(config: ChaosConfig) -> dict[str, Any]:
         run = _Run(config, random.Random(seed), settings, servers, instances, notes)
         report = anyio.run(run.run)
         report.update(verdict(run.jobs, read_events(folder)))
-        if not report["ok"] or config.keep:
-            report["files"] = str(folder)
         report.update(
             scenario=config.scenario, seconds=config.seconds, seed=seed, ack_wait=config.ack_wait, notes=notes
         )
@@ -135,13 +136,20 @@ def run_chaos(config: ChaosConfig) -> dict[str, Any]:
         elif run.queue_left:
             report["broken"].append(f"{run.queue_left} queued message(s) never settled after the tasks ended")
             report["ok"] = False
+        keep = keep or not report["ok"]
+        if keep:
+            report["files"] = str(folder)  # the workers' counts and the instances' logs
         return report
+    except BaseException:
+        keep = True
+        log.warning("the chaos run failed; its files are kept in %s", folder)
+        raise
     finally:
         if instances is not None:
             instances.stop()
         servers.stop()
         redis.cleanup()
-        if "files" not in report:
+        if not keep:
             shutil.rmtree(folder, ignore_errors=True)
 
 
