@@ -36,9 +36,9 @@ from bus.durable import TaskOutcome
 from bus.errors import A2AError
 from transports import TransportError
 
-from ..core.durable import Task
 from ..core.runtime import Runtime
 from ..core.settings import Settings
+from ..core.task_handle import Task
 from ..dev.servers import RedisServer
 from .chaos_agent import read_events, worker
 from .chaos_report import JobRecord, verdict
