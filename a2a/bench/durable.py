@@ -54,20 +54,13 @@ class DurableConfig(msgspec.Struct, kw_only=True):
 
 Submit = Callable[[], Awaitable[None]]
 
-WARM_UP = 2.5
-"""Seconds from the start before the first window (longer than a taker's clock-skew margin)."""
-
 
 async def _windows(cfg: DurableConfig, modes: dict[str, Submit]) -> list[dict[str, Any]]:
     """Alternate the modes' windows: throughput with ``concurrency`` in flight, then sequential p50."""
     windows: list[dict[str, Any]] = []
-    started = time.perf_counter()
     for submit in modes.values():  # a warm-up: connections, consumers and subscriptions made
         for _ in range(cfg.sequential):
             await submit()
-    # Steady state: a taker reads whether a first attempt's task was cancelled only for tasks
-    # submitted in its first seconds (clock skew); from then on it has heard every cancel.
-    await anyio.sleep(max(0.0, WARM_UP - (time.perf_counter() - started)))
     for _ in range(cfg.rounds):
         for mode, submit in modes.items():
             cal = calibrate()
