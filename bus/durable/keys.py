@@ -44,7 +44,8 @@ def records_of(sender: str) -> str:
 
 
 def idempotency(sender: str, owner: str | None, key: str) -> str:
-    return f"key.{sender}.{_digest(owner or '')}.{_digest(key)}"
+    user = "-" if owner is None else _digest("u=" + owner)  # no user, and user "", differ
+    return f"key.{sender}.{user}.{_digest(key)}"
 
 
 def outcomes_of(sender: str) -> str:

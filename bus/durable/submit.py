@@ -81,6 +81,8 @@ class TaskClient:
             if not existing or not _TASK_ID.match(existing):
                 raise Unavailable("the task this key names is being submitted: try again in a moment")
             found = await self._record_of(existing)
+            if found is not None and found.owner != owner:  # a key never hands over another's task
+                raise PermissionDenied("this idempotency key names another user's task")
             if found is not None:
                 await self._queue_again(found, request, trace)
                 return found, False, 0
@@ -116,9 +118,12 @@ class TaskClient:
             # The store may have taken any of it, now or once it is back (a lost reply): the
             # key stays, so a retry with it finishes this submission instead of making another.
             raise
-        except A2AError:
-            # Not accepted: the key must not name a task that never runs (a retry submits anew).
+        except A2AError as exc:
+            # Not accepted: neither its record nor its key may name a task that never runs
+            # (a retry submits anew). A record another submission owns stays.
             with anyio.CancelScope(shield=True):
+                if not (isinstance(exc, InvalidParams) and exc.details.get("field") == "taskId"):
+                    await self._forget(keys.record(sender, task_id))
                 if idempotency is not None:
                     await self._forget(idempotency)
             raise
@@ -150,7 +155,7 @@ class TaskClient:
         try:
             await self.store.delete(key)
         except A2AError as exc:
-            log.warning("an idempotency key of a refused task stays: %s", exc)
+            log.warning("a key of a refused task stays: %s", exc)
 
     async def _record_of(self, task_id: str) -> TaskRecord | None:
         """The record of a task just submitted by another process (it may be a moment behind)."""

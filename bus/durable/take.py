@@ -8,11 +8,9 @@ Per delivery (:meth:`Taker._attempt`):
     cancelled                acknowledged (the canceller stored the outcome)
     past its deadline        DEADLINE_EXCEEDED stored, acknowledged; the handler never runs
     attempt > max_attempts   FAILED stored with every attempt's story, dropped
-    else                     the attempt's start is journaled, then it runs with the delivery
-                             kept alive (``working`` every third of its ack wait) and the cancel key
-                             watched; its outcome is created (the first writer wins), then
-                             acknowledged; a failure the store caused (a checkpoint or an
-                             effect's record refused) is no outcome: given back, run again
+    else                     run, kept alive and its cancel key watched; its outcome created
+                             (the first writer wins), then acknowledged; a failure the store
+                             caused (a checkpoint refused, say) is no outcome: run again
 
 A crash leaves the delivery unacknowledged: after the ack wait the queue delivers it again,
 ``attempt`` one higher, to any instance of the agent. At shutdown, :meth:`Taker.stop` stops
@@ -33,7 +31,7 @@ import msgspec
 
 from transports.durable import Delivery
 
-from ..errors import A2AError, AgentLost, DeadlineExceeded, InvalidParams, PayloadTooLarge
+from ..errors import A2AError, AgentLost, Cancelled, DeadlineExceeded, InvalidParams, PayloadTooLarge
 from ..rejects import Rejects
 from ..subjects import Subjects, is_name
 from .attempt import Attempt
@@ -200,7 +198,12 @@ class Taker:
                 if pause > 0:  # its earlier attempts died: give what kills them a rest
                     await anyio.sleep(pause)
                 outcome = await run_attempt(attempt, sender)
-        if outcome is None:  # cancelled through its cancel key: the canceller stored the outcome
+        if outcome is None:  # cancelled through its cancel key; the canceller stores the outcome
+            # after the key: should it die in between, this one does (the first writer wins).
+            error = Cancelled("cancelled by its caller", details={"taskId": keys.task_id}).to_info()
+            await self.store.create(
+                keys.outcome, TaskOutcome(state="cancelled", error=error, finished_at=now_ms())
+            )
             await self._cascade(keys)
             await delivery.ack()
             return

@@ -1,4 +1,5 @@
-"""Durable tasks against hostile input: forged queue messages, reused ids, bad results, bad options."""
+"""Durable tasks against hostile input and bad luck: forged queue messages, reused ids, bad results,
+bad options, refused submissions, keys across users, a canceller that dies between its writes."""
 
 from __future__ import annotations
 
@@ -165,3 +166,85 @@ async def test_anything_under_a_tasks_cancel_key_cancels_it() -> None:
         with anyio.fail_after(2):
             while broker.durable.queued:  # the running attempt stopped and was acknowledged
                 await anyio.sleep(0.01)
+
+
+async def test_a_submit_cancelled_before_its_record_is_written_frees_its_key() -> None:
+    async with TestBroker() as broker, broker.runtime(agent) as rt:
+        create = broker.durable.create
+
+        async def slow_record(key: str, value: bytes) -> bool:
+            if key.startswith("task."):  # the store is slow (a reconnect, a leader election)
+                await anyio.sleep(10)
+            return await create(key, value)
+
+        broker.durable.create = slow_record  # type: ignore[method-assign]
+        with anyio.move_on_after(0.2):  # the caller gives up (a timeout, Ctrl-C)
+            await rt.tasks.submit("w", "echo", {"text": "a"}, key="job-1")
+        broker.durable.create = create  # type: ignore[method-assign]
+        # The retry finishes the submission the key names, instead of being refused for as
+        # long as the bucket keeps the key.
+        task = await rt.tasks.submit("w", "echo", {"text": "a"}, key="job-1")
+        with anyio.fail_after(5):
+            assert await task.result() == {"echo": "a"}
+
+
+async def test_a_refused_submission_lists_no_task() -> None:
+    async with TestBroker() as broker, broker.runtime(agent) as rt:
+        with pytest.raises(A2AError):
+            await rt.tasks.submit("w", "echo", {"text": "x" * 2_000_000})  # over max_payload
+        assert await rt.tasks.list() == []
+
+
+async def test_an_idempotency_key_never_hands_one_users_task_to_another() -> None:
+    async with TestBroker() as broker, broker.runtime(agent) as rt:
+        anonymous = await rt.tasks.submit("w", "echo", {"text": "anonymous-secret"}, key="k")
+        await anonymous.result()
+        try:  # the anonymous task is not user ""'s
+            other = await rt.tasks.submit("w", "echo", {"text": "x"}, key="k", user_id="")
+        except PermissionDenied:
+            return
+        assert other.id != anonymous.id
+
+
+async def test_a_task_whose_canceller_died_after_its_first_write_ends_cancelled() -> None:
+    """cancel() writes the cancel key, then the CANCELLED outcome. A canceller that dies (or
+    whose store blips) in between: the taker stops the attempt and acknowledges it, counting
+    on an outcome nobody stored, and the waiter waits for the deadline (up to 7 days)."""
+    runs.clear()
+    async with TestBroker() as broker, broker.runtime(agent) as rt:
+        task = await rt.tasks.submit("w", "echo", {"text": "long", "sleep": 30}, timeout=4)
+        with anyio.fail_after(2):
+            while "long" not in runs:
+                await anyio.sleep(0.01)
+        await broker.durable.put(TaskKeys.of(task.record).cancel, b'"cancelled by its caller"')
+        with anyio.fail_after(2):
+            outcome = await task.outcome()
+        assert outcome.state == "cancelled"
+
+
+async def test_a_retry_after_a_lost_acknowledgement_runs_the_task_once() -> None:
+    """The store kept the queued task but its acknowledgement was lost (a timeout, a leader
+    change): submit raises UNAVAILABLE, the caller retries with the same key, as keys are for."""
+    from transports import TransportError
+
+    runs.clear()
+    async with TestBroker() as broker, broker.runtime(agent) as rt:
+        enqueue = broker.durable.enqueue
+        lost = [True]
+
+        async def acknowledgement_lost(
+            subject: str, msg_id: str, data: bytes, *, ttl: float | None = None
+        ) -> bool:
+            stored = await enqueue(subject, msg_id, data, ttl=ttl)
+            if lost.pop() if lost else False:
+                raise TransportError("JetStream failed storing a task: nats: timeout")
+            return stored
+
+        broker.durable.enqueue = acknowledgement_lost  # type: ignore[method-assign]
+        with pytest.raises(A2AError):
+            await rt.tasks.submit("w", "echo", {"text": "pay"}, key="pay-1")
+        retry = await rt.tasks.submit("w", "echo", {"text": "pay"}, key="pay-1")
+        with anyio.fail_after(5):
+            await retry.result()
+        await anyio.sleep(0.2)
+    assert runs == ["pay"]
