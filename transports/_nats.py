@@ -8,7 +8,7 @@ import inspect
 import logging
 import re
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +84,9 @@ class NatsTransport(Transport):
         self.events = events
         self.slow_consumer_drops = 0
         self.closing = False
+        self.on_reconnect: list[Callable[[], Awaitable[None]]] = []
+        """Also told of each reconnection (after ``events``): what listens on this connection
+        and may have missed messages meanwhile."""
 
     @classmethod
     async def connect(
@@ -138,6 +141,8 @@ class NatsTransport(Transport):
             log.warning("reconnected to NATS at %s", nc.connected_url)
             if events.reconnected is not None:
                 await events.reconnected()
+            for listener in transport.on_reconnect if transport is not None else ():
+                await listener()
 
         settings: dict[str, Any] = dict(
             servers=list(servers),

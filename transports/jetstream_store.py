@@ -167,6 +167,7 @@ class JetStreamDurable(DurableStore):
         self._watchers: dict[str, list[Notice]] = {}
         self._patterns: dict[str, list[Notice]] = {}
         self._watching: dict[str, int] = {}
+        transport.on_reconnect.append(self._reconnected)
         self._listen_at = f"$KV.{config.bucket}."
         """The prefix of the subjects watchers listen on (before the key)."""
 
@@ -337,6 +338,12 @@ class JetStreamDurable(DurableStore):
 
     def _reconnects(self) -> int:
         return int(self.transport.nc.stats["reconnects"])
+
+    async def _reconnected(self) -> None:
+        """Writes made while away were not heard: every watcher looks again."""
+        for notices in [*self._watchers.values(), *self._patterns.values()]:
+            for notice in notices:
+                notice.fire()
 
     async def _written(self, msg: Any) -> None:
         subject: str = msg.subject

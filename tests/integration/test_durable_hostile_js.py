@@ -1,6 +1,6 @@
 """Durable tasks on a real nats-server when things go wrong around them: lost connections,
 unreadable journal lines, cancels that race a submission, clocks that disagree, values the
-store refuses. ``xfail(strict=True)`` marks what does not hold yet.
+store refuses.
 """
 
 from __future__ import annotations
@@ -178,10 +178,6 @@ async def test_a_cancel_written_while_the_taker_is_disconnected_stops_the_attemp
     assert "done:long" not in log  # the cancel stopped the handler
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a waiter that was away when its outcome was stored hears of it only at its next recheck (5 s)",
-)
 async def test_a_waiter_disconnected_when_its_outcome_was_stored_ends_at_once_after_reconnecting(
     nats_url: str, namespace: str
 ) -> None:
