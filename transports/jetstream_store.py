@@ -362,15 +362,14 @@ class JetStreamDurable(DurableStore):
                 or headers.get("Nats-Subject") != f"$KV.{self.config.bucket}.{key}"
             ):
                 return
-        if self.trusted and not headers.get("KV-Operation"):
-            value = msg.data  # republished by the server: a write it stored (not a delete)
-            self._recent[key] = value
-            self._recent.move_to_end(key)
-            if len(self._recent) > RECENT:
-                self._recent.popitem(last=False)
-                # A value heard was forgotten: nothing is covered until listening begins again
-                # (the forgotten value's task was queued before the new mark).
-                self._listening = {f: (mark, -1) for f, (mark, _) in self._listening.items()}
+            if not headers.get("KV-Operation"):  # a write the server stored (not a delete)
+                value = self._recent[key] = msg.data
+                self._recent.move_to_end(key)
+                if len(self._recent) > RECENT:
+                    self._recent.popitem(last=False)
+                    # A value heard was forgotten: nothing is covered until listening begins
+                    # again (the forgotten value's task was queued before the new mark).
+                    self._listening = {f: (mark, -1) for f, (mark, _) in self._listening.items()}
         for notice in self._watchers.get(key, ()):
             notice.fire(key, value)
         for pattern, notices in self._patterns.items():
