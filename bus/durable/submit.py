@@ -17,7 +17,7 @@ from ..errors import (
     PermissionDenied,
     Unavailable,
 )
-from ..subjects import Subjects
+from ..subjects import Subjects, validate_name
 from ..wire import RequestEnvelope
 from . import keys
 from .journal import follow
@@ -72,7 +72,7 @@ class TaskClient:
                 "a task id has 1 to 64 letters, digits, '_' or '-'", details={"field": "taskId"}
             )
         owner = request.user_id
-        subject = self.subjects.task_queue(agent)  # ValueError for a name that is no subject token
+        validate_name("agent name", agent)  # ValueError before anything is written
         sender = self.subjects.sender
         idempotency = keys.idempotency(sender, owner, key) if key is not None else None
         adopted = False
@@ -111,9 +111,7 @@ class TaskClient:
                     await self._queue_again(found, request, trace)
                     return found, False, 0
                 raise InvalidParams("a task with this id exists already", details={"field": "taskId"})
-            queued = QueuedTask(task_id=task_id, request=request, max_attempts=max_attempts, trace=trace)
-            ttl = max(1.0, (record.deadline - now_ms()) / 1000)
-            sequence = await store.enqueue(subject, task_id, queued, ttl=ttl)
+            sequence = await self._enqueue(record, request, trace)
         except Unavailable:
             # The store may have taken any of it, now or once it is back (a lost reply): the
             # key stays, so a retry with it finishes this submission instead of making another.
@@ -145,11 +143,19 @@ class TaskClient:
         meta = request.metadata
         meta.correlation_id, meta.deadline = found.task_id, found.deadline
         meta.ttl_ms = max(0, found.deadline - now_ms())
+        await self._enqueue(found, request, trace)
+
+    async def _enqueue(
+        self, record: TaskRecord, request: RequestEnvelope, trace: dict[str, str] | None
+    ) -> int:
+        """Queue ``request`` as the task ``record`` describes, until its deadline; its place in the queue."""
         queued = QueuedTask(
-            task_id=found.task_id, request=request, max_attempts=found.max_attempts, trace=trace
+            task_id=record.task_id, request=request, max_attempts=record.max_attempts, trace=trace
         )
-        queue = self.subjects.task_queue(found.agent)
-        await self.store.enqueue(queue, found.task_id, queued, ttl=max(1.0, meta.ttl_ms / 1000))
+        ttl = max(1.0, (record.deadline - now_ms()) / 1000)
+        return await self.store.enqueue(
+            self.subjects.task_queue(record.agent), record.task_id, queued, ttl=ttl
+        )
 
     async def _forget(self, key: str) -> None:
         try:
