@@ -22,11 +22,13 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "JETSTREAM_API",
     "Subjects",
     "identity_token",
     "inbox_prefix",
     "instance_agent",
     "is_name",
+    "jetstream_acks",
     "jetstream_api",
     "validate_name",
 ]
@@ -221,11 +223,24 @@ class Subjects:
         root, me = self.root, self.sender
         return [f"{root}.agent.*.{me}", f"{root}.inst.*.*.{me}", f"{root}.cancel.*.{me}"]
 
+    def tasks_to_anyone(self) -> str:
+        """Every queue this sender may queue durable tasks on, for any agent."""
+        return f"{self.root}.taskq.*.{self.sender}"
+
     def replies(self) -> str:
         """Every reply subject of this sender's runtimes."""
         return f"{self.reply_root}{self.sender}.>"
 
 
+JETSTREAM_API = "$JS.API.>"
+"""Every JetStream API subject."""
+
+
 def jetstream_api(operation: str, stream: str) -> str:
     """The JetStream API subject of ``operation`` (``STREAM.INFO``, ``STREAM.MSG.GET``...) on ``stream``."""
     return f"$JS.API.{operation}.{stream}"
+
+
+def jetstream_acks(stream: str, consumer: str = "*") -> str:
+    """The acknowledgement subjects of ``consumer``'s deliveries from ``stream`` (any consumer's: ``*``)."""
+    return f"$JS.ACK.{stream}.{consumer}.>"

@@ -83,6 +83,9 @@ class NatsTransport(Transport):
         self.nc = nc
         self.events = events
         self.slow_consumer_drops = 0
+        self.reflected = 0
+        """Messages the JetStream server published on this connection's subscriptions
+        (:meth:`subscribe`) and that were dropped."""
         self.closing = False
         self.on_reconnect: list[Callable[[], Awaitable[None]]] = []
         """Also told of each reconnection (after ``events``): what listens on this connection
@@ -210,15 +213,43 @@ class NatsTransport(Transport):
             raise TransportError(str(exc) or type(exc).__name__) from exc
 
     async def subscribe(self, subject: str, handler: MessageHandler, *, queue: str = "") -> Subscription:
-        # nats-py awaits the handler in the subscription's own task, catches what it
-        # raises and hands it to error_cb (logged there): a coroutine function needs no
-        # wrapper (one frame less per message). nats-py accepts only coroutine functions.
+        """Subscribe ``handler``; messages the JetStream server published itself are refused.
+
+        The server answers a JetStream request on whatever reply subject the requester
+        names: a direct get with the stored message, its ``Nats-Stream`` header added; a
+        pull with the queued message, its reply a ``$JS.ACK`` subject. Nothing the bus
+        receives comes that way, so such a message is someone having the server carry
+        bytes of its choosing: dropped, counted in ``reflected`` and logged.
+        """
+
+        async def cb(msg: Any) -> None:
+            headers = msg.headers
+            if (headers and "Nats-Stream" in headers) or msg.reply.startswith("$JS."):
+                self._reflected(msg.subject)
+                return
+            await handler(msg)
+
+        return await self._subscribe(subject, cb, queue)
+
+    async def subscribe_stored(self, subject: str, handler: MessageHandler) -> Subscription:
+        """Subscribe ``handler`` to messages JetStream publishes itself (a stream's republished
+        writes): the handler checks their headers against what it expects."""
         cb = handler
         if not inspect.iscoroutinefunction(handler):
 
             async def cb(msg: Any) -> None:
                 await handler(msg)
 
+        return await self._subscribe(subject, cb, "")
+
+    def _reflected(self, subject: str) -> None:
+        self.reflected += 1
+        if self.reflected & (self.reflected - 1) == 0:  # the 1st, 2nd, 4th, 8th... in the log
+            log.warning("dropped a message JetStream published on %s (%d so far)", subject, self.reflected)
+
+    async def _subscribe(self, subject: str, cb: Any, queue: str) -> Subscription:
+        # nats-py awaits the callback in the subscription's own task, catches what it
+        # raises and hands it to error_cb (logged there).
         try:
             sub = await self.nc.subscribe(
                 subject,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import nats.js.errors
 
 from ._nats import NatsTransport
-from .jetstream_store import StoreConfig, jetstream_errors
+from .jetstream_config import StoreConfig
+from .jetstream_store import jetstream_errors
 
 __all__ = ["provision"]
 

@@ -23,21 +23,11 @@ import math
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
-from dataclasses import dataclass
 from typing import Any
 
 import nats.errors
 import nats.js.errors
 from nats.aio.msg import Msg
-from nats.js.api import (
-    AckPolicy,
-    ConsumerConfig,
-    KeyValueConfig,
-    RePublish,
-    RetentionPolicy,
-    StorageType,
-    StreamConfig,
-)
 from nats.js.client import JetStreamContext
 from nats.js.kv import KeyValue
 
@@ -46,71 +36,9 @@ from ._nats import NatsTransport
 from .base import Subscription
 from .durable import Delivery, DurableStore, Notice
 from .errors import MessageTooLarge, TransportError
+from .jetstream_config import StoreConfig
 
 __all__ = ["JetStreamDurable", "StoreConfig", "jetstream_errors"]
-
-
-@dataclass(frozen=True, slots=True)
-class StoreConfig:
-    """Names and settings of one namespace's durable store (``bus.subjects`` names them)."""
-
-    stream: str
-    subjects: list[str]
-    bucket: str
-    ack_wait: float = 30.0
-    """Seconds a delivery may go without :meth:`Delivery.working` before it is delivered again."""
-    duplicate_window: float = 120.0
-    replicas: int = 1
-    memory: bool = False
-    """Keep the stream and bucket in memory (lost when the server stops) instead of in files."""
-    keep: float = 14 * 86400.0
-    """Seconds the bucket keeps a key after its last write (records, outcomes, journals)."""
-    updates: str = ""
-    """Where the server republishes each write the bucket stored (``<updates>.<key>``): a
-    watcher there hears stored values only, never a ``create`` the bucket refused, and can
-    use them without reading the key again. Empty: watchers listen to the bucket's own
-    subjects and read each key they hear of."""
-
-    @property
-    def storage(self) -> StorageType:
-        return StorageType.MEMORY if self.memory else StorageType.FILE
-
-    def stream_config(self) -> StreamConfig:
-        return StreamConfig(
-            name=self.stream,
-            subjects=self.subjects,
-            retention=RetentionPolicy.WORK_QUEUE,
-            storage=self.storage,
-            num_replicas=self.replicas,
-            duplicate_window=self.duplicate_window,
-            allow_msg_ttl=True,
-        )
-
-    def bucket_config(self) -> KeyValueConfig:
-        return KeyValueConfig(
-            bucket=self.bucket,
-            history=1,
-            storage=self.storage,
-            replicas=self.replicas,
-            ttl=self.keep,
-            direct=True,
-            republish=self.republish,
-        )
-
-    @property
-    def republish(self) -> RePublish | None:
-        return RePublish(src=f"$KV.{self.bucket}.>", dest=f"{self.updates}.>") if self.updates else None
-
-    def consumer_config(self, consumer: str, subject: str) -> ConsumerConfig:
-        return ConsumerConfig(
-            durable_name=consumer,
-            name=consumer,
-            filter_subject=subject,
-            ack_policy=AckPolicy.EXPLICIT,
-            ack_wait=self.ack_wait,
-            max_deliver=-1,
-            max_ack_pending=-1,
-        )
 
 
 RECENT = 8192
@@ -183,6 +111,10 @@ class JetStreamDurable(DurableStore):
                 info = await self._js.stream_info(c.stream)
                 self.ttl_supported = bool(info.config.allow_msg_ttl)
             except nats.js.errors.NotFoundError:
+                if c.provisioned:
+                    raise TransportError(
+                        f"no task stream {c.stream}: the admin runs `a2a task setup`"
+                    ) from None
                 stream = c.stream_config()
                 try:
                     await self._js.add_stream(stream)
@@ -190,6 +122,10 @@ class JetStreamDurable(DurableStore):
                     stream.allow_msg_ttl = None
                     self.ttl_supported = False
                     await self._js.add_stream(stream)
+            if c.provisioned:
+                self._kv = KeyValue(c.bucket, f"KV_{c.bucket}", f"$KV.{c.bucket}.", self._js, direct=True)
+                self._listen_at = f"{c.updates}."
+                return
             try:
                 self._kv = await self._js.key_value(c.bucket)
             except nats.js.errors.BucketNotFoundError:
@@ -218,6 +154,10 @@ class JetStreamDurable(DurableStore):
                 try:
                     info = await self._js.consumer_info(self.config.stream, consumer)
                 except nats.js.errors.NotFoundError:
+                    if self.config.provisioned:
+                        raise TransportError(
+                            f"no task consumer {consumer}: the admin runs `a2a task setup` for it"
+                        ) from None
                     config = self.config.consumer_config(consumer, subject)
                     info = await self._js.add_consumer(self.config.stream, config)
                 pull = await self._js.pull_subscribe_bind(consumer, self.config.stream)
@@ -274,6 +214,10 @@ class JetStreamDurable(DurableStore):
     async def keys(self, pattern: str) -> list[str]:
         """From the bucket stream's subjects (a deleted key keeps its subject: its get is None)."""
         prefix = f"$KV.{self.config.bucket}."
+        if self.config.provisioned:
+            raise TransportError(
+                "tasks cannot be listed here: the bucket's key names are not for every user to read"
+            )
         with jetstream_errors("listing tasks"):
             info = await self._js.stream_info(f"KV_{self.config.bucket}", subjects_filter=prefix + pattern)
         return [subject[len(prefix) :] for subject in (info.state.subjects or {})]
@@ -291,7 +235,7 @@ class JetStreamDurable(DurableStore):
         try:
             if family not in self._families:
                 subject = self._listen_at + family
-                self._families[family] = await self.transport.subscribe(subject, self._written)
+                self._families[family] = await self.transport.subscribe_stored(subject, self._written)
             if key in self._recent:  # written before this watch began
                 notice.fire(key, self._recent[key])
             yield notice
@@ -318,7 +262,9 @@ class JetStreamDurable(DurableStore):
         if found is not None and found[1] == self._reconnects():
             return
         if family not in self._families:
-            self._families[family] = await self.transport.subscribe(self._listen_at + family, self._written)
+            self._families[family] = await self.transport.subscribe_stored(
+                self._listen_at + family, self._written
+            )
         reconnects = self._reconnects()
         with jetstream_errors("listening for task updates"):
             info = await self._js.stream_info(self.config.stream)

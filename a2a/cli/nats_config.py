@@ -21,12 +21,23 @@ an audit reader for operators, and an admin. What the server then enforces:
   cannot check that subject against the creator's rights. Readers fetch the stream's
   messages by sequence (``$JS.API.STREAM.MSG.GET``), whose answers wrap a message in the
   API's JSON wherever the request sends them, never as a message of its own;
-* durable tasks get no rights here: their store is read by direct get, and the server
-  answers a JetStream request on whatever reply subject the requester names, bytes the
-  requester stored included, so with a right to read its own keys a user could have the
-  server publish a message of its choosing on any subject (a request in another's name, a
-  write to another's key). The task store needs an account of its own, whose subjects
-  users import as services; until then durable tasks run only without these permissions.
+* durable tasks (``a2a task setup`` makes their stream, bucket and one pull consumer per
+  agent, as the admin): a runtime queues tasks only in its own name and only for the
+  agents it may invoke, writes and reads its own tasks' records and idempotency keys,
+  reads and hears their outcomes and journals, and may cancel them; an agent takes work
+  only through its own consumer, acknowledges only its own deliveries, and reads and
+  writes outcomes, journals, checkpoints and effects only of tasks queued for it (the keys
+  name the agent and the sender: ``bus.durable.keys``).
+
+Two accounts. The server answers a JetStream request on whatever reply subject the
+requester names, and a direct get or a pull answers with stored bytes themselves: a user
+that may store bytes in a key of its own and read them back could have the server publish
+a message of its choosing on any subject. So JetStream lives in an account nobody logs in
+to (:data:`STORE_ACCOUNT`), whose API, bucket, queues and audit subjects the users'
+account (:data:`ACCOUNT`) imports as services: what the server publishes back lands in the
+users' account, never on a subject a stream keeps, and the runtime refuses, on every
+subscription of the bus, a message that carries a stream's headers or a JetStream
+acknowledgement subject (``transports.NatsTransport``).
 
 The roster's capabilities are pinned here as by ``a2a redis-config``: ``--agents
 module:attr`` names the agents' code, whose declared capabilities fill in the roster
@@ -41,11 +52,11 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from bus.protocol import MAX_RESPONSES
-from bus.subjects import Subjects, inbox_prefix, jetstream_api
+from bus.subjects import JETSTREAM_API, Subjects, jetstream_acks
 
 from ..delegation.roster import Roster
 from .common import CommandError, load_agents
+from .nats_permissions import Permissions, agent_permissions, auditor_permissions, client_permissions
 
 __all__ = [
     "CLIENTS",
@@ -60,7 +71,10 @@ CLIENTS = ("client", "gateway", "session", "console")
 """Users for callers outside any agent: the CLI, the HTTP gateway that serves A2A clients,
 the runtimes that run sessions (``a2a session``) and the console (``a2a console``, ``a2a watch``)."""
 
-Permissions = dict[str, object]
+ACCOUNT = "A2A"
+"""The account every generated user logs in to."""
+STORE_ACCOUNT = "A2A_STORE"
+"""The account that holds JetStream; nobody logs in to it."""
 
 
 def password_variable(user: str) -> str:
@@ -68,81 +82,20 @@ def password_variable(user: str) -> str:
     return "A2A_NATS_PASSWORD_" + re.sub(r"[^A-Za-z0-9]", "_", user).upper()
 
 
-def _caller(subjects: Subjects, targets: Iterable[str]) -> list[str]:
-    """Publish rights of a runtime calling ``targets`` (``*`` for any agent), in its own name."""
-    me = subjects.sender
-    allow = [
-        subjects.notifications(),
-        subjects.audit(me),
-        jetstream_api("STREAM.INFO", subjects.audit_stream),
+def store_subjects(namespace: str) -> tuple[list[str], list[str]]:
+    """What the store account lets the users' account reach: the services (requests and
+    publishes that cross into the store: the JetStream API, acknowledgements, writes to
+    the task bucket, the task queues, the audit records) and the streams (the bucket's
+    republished writes, heard in the users' account)."""
+    subjects = Subjects(namespace).receiving()
+    services = [
+        JETSTREAM_API,
+        jetstream_acks(subjects.task_stream),
+        f"$KV.{subjects.task_bucket}.>",
+        subjects.task_queues(),
+        subjects.audit_all,
     ]
-    for target in targets:
-        if target == "*":
-            allow += subjects.calls_to_anyone()
-        else:
-            allow += [subjects.agent(target), subjects.instances(target), subjects.cancel(target)]
-    return allow
-
-
-def _own(subjects: Subjects) -> list[str]:
-    """What a user receives in any role: replies to its calls, its own request inboxes."""
-    return [subjects.replies(), f"{inbox_prefix(subjects.sender)}.>"]
-
-
-def _responses(max_ttl: float) -> dict[str, object]:
-    return {"max": MAX_RESPONSES, "expires": f"{int(max_ttl) + 60}s"}
-
-
-def agent_permissions(roster: Roster, agent: str, namespace: str, *, max_ttl: float = 600.0) -> Permissions:
-    """Publish and subscribe rights of one agent's NATS user.
-
-    An agent may answer whatever reaches it (``allow_responses``), so nothing it sends
-    itself may reach it: otherwise it could give itself a message with any reply subject,
-    and with it the right to publish there. The subscriptions that would receive its own
-    requests, cancels and notifications are denied.
-    """
-    me = Subjects(namespace, agent)
-    anyone = me.receiving()
-    rules = roster.rules(agent)
-    targets = rules.can_invoke if rules.allow_sub_agent_calls else ()
-    subscribe = [
-        *_own(me),
-        anyone.agent(agent),
-        anyone.instances(agent),
-        anyone.cancel(agent),
-        f"{anyone.notifications()} {agent}",  # only in its own queue group
-    ]
-    deny = [me.agent(agent), me.instances(agent), me.cancel(agent), me.notifications()]
-    return {
-        "publish": {"allow": _caller(me, targets)},
-        "subscribe": {"allow": subscribe, "deny": deny},
-        "allow_responses": _responses(max_ttl),
-    }
-
-
-def _client_permissions(namespace: str, user: str) -> Permissions:
-    """A caller from outside any agent: calls any agent in its own name, reads the audit records."""
-    me = Subjects(namespace, user)
-    publish = [*_caller(me, ["*"]), *_audit_reading(me.audit_stream)]
-    return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), me.audit_all]}}
-
-
-def _auditor_permissions(namespace: str, user: str) -> Permissions:
-    """The operators' audit reader: creates and reads the audit stream; calls nobody."""
-    me = Subjects(namespace, user)
-    stream = me.audit_stream
-    publish = [
-        jetstream_api("STREAM.CREATE", stream),
-        jetstream_api("STREAM.UPDATE", stream),
-        jetstream_api("STREAM.INFO", stream),
-        *_audit_reading(stream),
-    ]
-    return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), me.audit_all]}}
-
-
-def _audit_reading(stream: str) -> list[str]:
-    """Reading the audit stream message by message: no consumer, so nothing delivered elsewhere."""
-    return [jetstream_api("STREAM.MSG.GET", stream)]
+    return services, [f"{subjects.task_updates}.>"]
 
 
 def render_authorization(
@@ -154,7 +107,7 @@ def render_authorization(
     admin: str | None = "admin",
     max_ttl: float = 600.0,
 ) -> str:
-    """The ``authorization { users = [...] }`` block, for ``include`` in a nats-server config.
+    """The ``accounts { ... }`` block, for ``include`` in a nats-server config.
 
     ``max_ttl`` is the longest call (seconds) agents accept (``A2A_MAX_TTL``): an agent may
     answer a request that long after receiving it.
@@ -163,17 +116,30 @@ def render_authorization(
     for agent in sorted(roster.agents):
         users.append((agent, agent_permissions(roster, agent, namespace, max_ttl=max_ttl)))
     for client in clients:
-        users.append((client, _client_permissions(namespace, client)))
+        users.append((client, client_permissions(namespace, client)))
     if auditor:
-        users.append((auditor, _auditor_permissions(namespace, auditor)))
+        users.append((auditor, auditor_permissions(namespace, auditor)))
+    services, streams = store_subjects(namespace)
     lines = [
         f"# Generated by `a2a nats-config` for namespace {namespace!r}. Passwords come from the",
         "# environment variables named below; nats-server resolves $NAME from its environment.",
-        "authorization {",
-        "  users = [",
+        "accounts {",
+        "  # JetStream: the audit stream and the durable tasks' queue and bucket. No user logs",
+        f"  # in here; what {ACCOUNT}'s users may reach of it crosses as services and streams.",
+        f"  {STORE_ACCOUNT}: {{",
+        "    jetstream: enabled",
+        "    exports: [",
+        *(f"      {{service: {json.dumps(s)}, response_type: {_response_type(s)}}}" for s in services),
+        *(f"      {{stream: {json.dumps(s)}}}" for s in streams),
+        "    ]",
+        "  }",
+        f"  {ACCOUNT}: {{",
+        "    users: [",
     ]
     for user, permissions in users:
-        lines.append(f"    {{user: {json.dumps(user)}, password: ${password_variable(user)}, permissions: {{")
+        lines.append(
+            f"      {{user: {json.dumps(user)}, password: ${password_variable(user)}, permissions: {{"
+        )
         for direction in ("publish", "subscribe"):
             rules: dict[str, list[str]] = permissions[direction]  # type: ignore[assignment]
             parts = [
@@ -181,16 +147,30 @@ def render_authorization(
                 for kind in ("allow", "deny")
                 if kind in rules
             ]
-            lines.append(f"      {direction}: {{{', '.join(parts)}}}")
+            lines.append(f"        {direction}: {{{', '.join(parts)}}}")
         responses = permissions.get("allow_responses")
         if isinstance(responses, dict):
             expires = json.dumps(responses["expires"])
-            lines.append(f"      allow_responses: {{max: {responses['max']}, expires: {expires}}}")
-        lines.append("    }}")
+            lines.append(f"        allow_responses: {{max: {responses['max']}, expires: {expires}}}")
+        lines.append("      }}")
     if admin:
-        lines.append(f"    {{user: {json.dumps(admin)}, password: ${password_variable(admin)}}}")
-    lines += ["  ]", "}", ""]
+        lines.append(f"      {{user: {json.dumps(admin)}, password: ${password_variable(admin)}}}")
+    lines += [
+        "    ]",
+        "    imports: [",
+        *(f"      {{service: {{account: {STORE_ACCOUNT}, subject: {json.dumps(s)}}}}}" for s in services),
+        *(f"      {{stream: {{account: {STORE_ACCOUNT}, subject: {json.dumps(s)}}}}}" for s in streams),
+        "    ]",
+        "  }",
+        "}",
+        "",
+    ]
     return "\n".join(lines)
+
+
+def _response_type(service: str) -> str:
+    """A pull request is answered with a stream of messages (a batch); the rest with one."""
+    return "stream" if service == JETSTREAM_API else "singleton"
 
 
 def pinned_roster(args: argparse.Namespace) -> Roster:

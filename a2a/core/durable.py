@@ -29,7 +29,8 @@ from bus.errors import A2AError, DeadlineExceeded, InvalidParams, Unavailable
 from bus.subjects import Subjects
 from transports import NatsTransport, Transport, TransportError
 from transports.durable import DurableStore
-from transports.jetstream_store import JetStreamDurable, StoreConfig
+from transports.jetstream_config import StoreConfig
+from transports.jetstream_store import JetStreamDurable
 
 from .calls import CallPath
 from .context import Context
@@ -216,7 +217,8 @@ class Tasks:
 def store_config(
     settings: Settings, subjects: Subjects, *, replicas: int = 1, memory: bool = False
 ) -> StoreConfig:
-    """The settings of the namespace's task stream and bucket (used when they are made)."""
+    """The settings of the namespace's task stream and bucket (used when they are made). A
+    runtime whose NATS user is named uses what the admin made (``a2a task setup``) as it is."""
     return StoreConfig(
         stream=subjects.task_stream,
         subjects=[subjects.task_queues()],
@@ -224,6 +226,7 @@ def store_config(
         ack_wait=settings.task_ack_wait,
         keep=settings.max_task_ttl + KEEP_AFTER,
         updates=subjects.task_updates,
+        provisioned=settings.proven,
         replicas=replicas,
         memory=memory,
     )

@@ -11,7 +11,8 @@ import pytest
 
 from transports import NatsTransport
 from transports.durable import DurableStore, MemoryDurable
-from transports.jetstream_store import JetStreamDurable, StoreConfig
+from transports.jetstream_config import StoreConfig
+from transports.jetstream_store import JetStreamDurable
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

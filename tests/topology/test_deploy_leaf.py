@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import nats
 import pytest
 import yaml
 
@@ -60,7 +61,7 @@ def dotenv() -> dict[str, str]:
 
 @pytest.mark.parametrize("conf", [HUB_CONF, LEAF_CONF], ids=["hub", "leaf"])
 def test_nats_server_accepts_the_configuration(conf: Path) -> None:
-    env = {**os.environ, **{v: "x" for v in conf_variables(conf)}, "NATS_STORE_DIR": "/tmp/js"}
+    env = {**os.environ, **{v: v.lower() for v in conf_variables(conf)}, "NATS_STORE_DIR": "/tmp/js"}
     env.update(
         {name: "4222" for name in ("NATS_PORT", "NATS_HTTP_PORT", "NATS_CLUSTER_PORT", "NATS_LEAF_PORT")}
     )
@@ -196,7 +197,7 @@ def deployed() -> Iterator[tuple[list[DeployedNats], DeployedNats]]:
             server.cleanup()
 
 
-def as_user(server: DeployedNats, user: str) -> Settings:
+def as_user(server: DeployedNats, user: str, **extra: Any) -> Settings:
     return Settings(
         nats_url=server.url,
         redis_url=None,
@@ -204,8 +205,18 @@ def as_user(server: DeployedNats, user: str) -> Settings:
         nats_user=user,
         nats_password=f"{user}-test-pw",
         roster=str(ROSTER),
-        audit=False,
+        **{"audit": False, **extra},
     )
+
+
+async def read_across_the_link(client: Runtime) -> Any:
+    """The reader's answer, once its interest has crossed the link."""
+    with anyio.fail_after(5):
+        while True:
+            try:
+                return await client.call("reader", "read", timeout=1)
+            except NoResponders:
+                await anyio.sleep(0.02)
 
 
 @pytest.mark.anyio
@@ -223,13 +234,7 @@ async def test_roster_users_call_across_the_link_and_the_site_enforces_the_roste
 
     async with Runtime(as_user(leaf, "reader")) as site, Runtime(as_user(hub[1], "client")) as client:
         await site.serve(reader)
-        with anyio.fail_after(5):  # until the reader's interest has crossed the link
-            while True:
-                try:
-                    out = await client.call("reader", "read", timeout=1)
-                    break
-                except NoResponders:
-                    await anyio.sleep(0.02)
+        out = await read_across_the_link(client)
         assert out == {"text": "site data", "caller": "client"}
         # The site's server holds the roster's permissions: the reviewer may not call the
         # planner, whatever its runtime's own policy says.
@@ -250,3 +255,43 @@ def test_a_site_with_a_wrong_password_gets_no_link(deployed: tuple[list[Deployed
         )
         assert leaf_links(intruder.http_port) == 0
         assert any('authentication error - user "site-1"' in node.log_tail(50).lower() for node in hub)
+
+
+@pytest.mark.anyio
+@pytest.mark.integration
+@pytest.mark.timeout(60)
+async def test_the_sites_audit_records_reach_the_hubs_stream_once(
+    deployed: tuple[list[DeployedNats], DeployedNats],
+) -> None:
+    """The store account holds JetStream on the hub; a site's audit records cross the
+    agents' link and the hub's agents' account passes them on: kept once in the hub's stream."""
+    hub, leaf = deployed
+    async with Runtime(as_user(hub[0], "auditor", audit=True)) as auditor:
+        with anyio.fail_after(10):  # the hub's JetStream may still be electing its leader
+            while not await auditor.audit.ensure_stream():
+                await anyio.sleep(0.2)
+    reader = Agent("reader")
+
+    @reader.action("read")
+    async def read(ctx: Context, params: dict[str, Any]) -> Any:
+        return {"text": "site data"}
+
+    async with (
+        Runtime(as_user(leaf, "reader", audit=True)) as site,
+        Runtime(as_user(hub[2], "client")) as client,
+    ):
+        await site.serve(reader)
+        out = await read_across_the_link(client)
+    assert out == {"text": "site data"}
+    nc = await nats.connect(hub[1].url, user="admin", password="admin-test-pw")
+    subject = "a2a.demo.audit.reader"
+    try:
+        js = nc.jetstream()
+        with anyio.fail_after(5):
+            while not (await js.stream_info("A2A_AUDIT_demo", subjects_filter=subject)).state.subjects:
+                await anyio.sleep(0.1)
+        await anyio.sleep(0.5)  # a second copy, were one on its way
+        kept = (await js.stream_info("A2A_AUDIT_demo", subjects_filter=subject)).state.subjects
+    finally:
+        await nc.close()
+    assert kept == {subject: 1}
