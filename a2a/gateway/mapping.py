@@ -3,8 +3,9 @@
 Which action a message reaches, in this order:
 
 1. a **data part** that is an object with an ``action`` key: that action, with the
-   object's ``params`` (an object) as its parameters; without ``params`` the rest of the
-   object's keys are the parameters;
+   object's ``params`` or ``parameters`` (an object; the bus envelope's own word) as its
+   parameters, both only if equal; without either, the rest of the object's keys are the
+   parameters;
 2. a **skill id** in the message's or the request's ``metadata.skillId``: on an agent's
    own endpoint the skill ids are its actions; on the gateway's endpoint they are
    capabilities, and the call goes to the best live agent that has it. Its parameters
@@ -75,6 +76,8 @@ _REJECTED = frozenset(
 )
 _ID = re.compile(r"^[A-Za-z0-9_.:/-]{1,128}$")
 _TIMEOUT_KEY = "timeoutMs"
+_PARAMS_KEYS = ("params", "parameters")
+"""Where an action data part holds its arguments: A2A clients' word, and the bus envelope's."""
 
 
 class BadMessage(ValueError):
@@ -113,6 +116,21 @@ def _params(message: Message, data: list[dict[str, Any]]) -> dict[str, Any]:
     return {"text": _texts(message.parts)}
 
 
+def _action_params(part: dict[str, Any]) -> dict[str, Any]:
+    """The parameters an action data part gives: ``params`` or ``parameters``, else its other keys."""
+    given = {key: part[key] for key in _PARAMS_KEYS if part.get(key) is not None}
+    if len(given) == 2 and given["params"] != given["parameters"]:
+        raise BadMessage(
+            "an action data part gives both 'params' and 'parameters', and they differ: send one of them"
+        )
+    if not given:
+        return {k: v for k, v in part.items() if k not in ("action", "agent", *_PARAMS_KEYS)}
+    key, params = next(iter(given.items()))
+    if not isinstance(params, dict):
+        raise BadMessage(f"'{key}' of an action data part must be an object")
+    return params
+
+
 def default_action(actions: Sequence[str], metadata: Mapping[str, Any] | None) -> str | None:
     """The action a text-only message reaches on an agent, if it has one."""
     chosen = (metadata or {}).get("defaultAction")
@@ -141,11 +159,7 @@ def plan_call(
     skill = _skill(message, request_metadata)
     if explicit is not None:
         action = str(explicit["action"])
-        params = explicit.get("params")
-        if params is None:
-            params = {k: v for k, v in explicit.items() if k not in ("action", "agent")}
-        if not isinstance(params, dict):
-            raise BadMessage("'params' of an action data part must be an object")
+        params = _action_params(explicit)
         if agent is not None:
             return CallPlan(agent, action, params)
         target = explicit.get("agent")
