@@ -325,9 +325,11 @@ class GatewayService:
             offset = decode_token(page_token)
         except ValueError as exc:
             raise A2AProtocolError(e.INVALID_PARAMS, str(exc)) from None
-        size = 50 if page_size is None or page_size == 0 else page_size
+        size = 50 if page_size is None else page_size  # 0 is a size, not "unset": refused
         if not 1 <= size <= 100:
-            raise A2AProtocolError(e.INVALID_PARAMS, "pageSize must be between 1 and 100")
+            problem = f"pageSize must be between 1 and 100 (leave it out for 50), got {size}"
+            violation = {"field": "pageSize", "message": problem}
+            raise A2AProtocolError(e.INVALID_PARAMS, problem, {"errors": [violation]})
         try:
             after = parse_timestamp(status_after) if status_after else None
         except ValueError:

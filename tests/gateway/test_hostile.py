@@ -222,6 +222,7 @@ RPC_CASES = [
     ),
     rpc_case("list-page-size-1000", rpc("ListTasks", {"pageSize": 1000}), -32602, path="/"),
     rpc_case("list-page-size-negative", rpc("ListTasks", {"pageSize": -1}), -32602, path="/"),
+    rpc_case("list-page-size-zero", rpc("ListTasks", {"pageSize": 0}), -32602, path="/"),
     rpc_case("list-status-junk", rpc("ListTasks", {"status": "DONE"}), -32602, path="/"),
     rpc_case("file-part", send(message({"url": "https://example.com/x"})), -32602),
     rpc_case(
@@ -305,6 +306,7 @@ REST_CASES = [
     rest_case("task-id-unknown", "POST", SEND, rest_send(message(taskId="zz")), 404, "TASK_NOT_FOUND"),
     rest_case("page-token-junk", "GET", "/tasks?pageToken=%25%25junk", None, 400, "INVALID_PARAMS"),
     rest_case("page-size-1000", "GET", "/tasks?pageSize=1000", None, 400, "INVALID_PARAMS"),
+    rest_case("page-size-zero", "GET", "/tasks?pageSize=0", None, 400, "INVALID_PARAMS"),
     rest_case("get-1000-char-id", "GET", "/tasks/" + "t" * 1000, None, 404, "TASK_NOT_FOUND"),
     rest_case("get-unknown", "GET", "/tasks/no-such-task", None, 404, "TASK_NOT_FOUND"),
     rest_case("cancel-unknown", "POST", "/tasks/no-such-task:cancel", None, 404, "TASK_NOT_FOUND"),
@@ -355,8 +357,8 @@ async def test_rest_params_of_the_wrong_shape_are_invalid_params(
     check_rest_error(r, 400, "INVALID_PARAMS")
 
 
-async def test_rest_page_size_zero_means_the_default(gw: Gateway) -> None:
-    listing = await gw.list_tasks(pageSize=0)
+async def test_rest_page_size_left_out_means_the_default(gw: Gateway) -> None:
+    listing = await gw.list_tasks()
     assert listing["pageSize"] == 50
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Gateway, message
+from .conftest import V1, Gateway, message
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -44,3 +44,19 @@ async def test_parameters_that_are_not_an_object_are_refused_by_name(gateway: Ga
     part = {"data": {"action": "say", "parameters": ["text"]}}
     body = await gateway.rpc("SendMessage", {"message": message(part)}, agent="echo")
     assert body["error"]["code"] == -32602 and "'parameters'" in body["error"]["message"]
+
+
+# -- list paging -------------------------------------------------------------------------
+
+
+async def test_a_page_size_of_zero_is_refused_and_says_why(gateway: Gateway) -> None:
+    body = await gateway.rpc("ListTasks", {"pageSize": 0})
+    error = body["error"]
+    assert error["code"] == -32602 and "pageSize" in error["message"] and "got 0" in error["message"]
+    (violations,) = [d["fieldViolations"] for d in error["data"] if "fieldViolations" in d]
+    assert [v["field"] for v in violations] == ["pageSize"]
+    r = await gateway.client.get("/tasks", params={"pageSize": "0"}, headers=V1)
+    assert r.status_code == 400 and r.json()["error"]["details"][0]["reason"] == "INVALID_PARAMS"
+    assert "pageSize" in r.json()["error"]["message"]
+    assert (await gateway.rpc("ListTasks", {}))["result"]["pageSize"] == 50
+    assert (await gateway.list_tasks(pageSize=1))["pageSize"] == 1
