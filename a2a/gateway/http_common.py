@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,15 +125,17 @@ def sse_response(
     )
 
 
-def check_version(headers: Mapping[str, str], expected: str) -> None:
-    """Refuse a request whose ``A2A-Version`` (missing means 0.3) does not fit ``expected``.
+def check_version(request: Request, expected: str) -> None:
+    """Refuse a request whose ``A2A-Version`` (header, else query parameter; missing means 0.3)
+    does not fit ``expected``.
 
     Raises:
         A2AProtocolError: VERSION_NOT_SUPPORTED.
     """
-    version = request_version(headers)
+    version = request_version(request.headers, request.query_params)
     if not version_compatible(version, expected):
         raise A2AProtocolError(
             e.VERSION_NOT_SUPPORTED,
-            f"A2A version '{version}' is not supported here: send the header A2A-Version: {expected}",
+            f"A2A version '{version}' is not supported here: send A2A-Version: {expected} "
+            "(a header, or a query parameter)",
         )

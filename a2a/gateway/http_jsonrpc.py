@@ -1,7 +1,8 @@
 """The JSON-RPC binding: one POST endpoint, 1.0 and 0.3 method names, HTTP 200 for every answer.
 
 The method name decides the dialect (``SendMessage`` is 1.0, ``message/send`` is 0.3);
-then the ``A2A-Version`` header must fit it (missing means 0.3), as the protocol says:
+then ``A2A-Version`` (the header, else the query parameter) must fit it (missing means
+0.3), as the protocol says:
 a 1.0 method without ``A2A-Version: 1.x`` is ``VersionNotSupported`` (-32009).
 """
 
@@ -64,7 +65,7 @@ async def handle_jsonrpc(request: Request, served: Served, agent: str | None) ->
         request_id = call.id if isinstance(call.id, str | int) else None
         check_depth(call.params)
         method = resolve_method(call.method)
-        check_version(request.headers, PROTOCOL_VERSION_0_3 if method.legacy else PROTOCOL_VERSION_1_0)
+        check_version(request, PROTOCOL_VERSION_0_3 if method.legacy else PROTOCOL_VERSION_1_0)
         if method.operation is Operation.LIST_TASKS and method.legacy:
             raise A2AProtocolError(e.METHOD_NOT_FOUND)
         params = decode_params(method, call.params)

@@ -2,7 +2,8 @@
 
 Routes sit under the interface URL: the gateway's root, or ``/agents/<name>``. Success
 is ``application/a2a+json``; errors are the protocol's ``{"error": {code, status,
-message, details}}`` body with its HTTP status. Requests must say ``A2A-Version: 1.x``.
+message, details}}`` body with its HTTP status. Requests must say ``A2A-Version: 1.x``
+(a header, or a query parameter).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ async def handle_rest(
     if isinstance(principal, Response):
         return principal
     try:
-        check_version(request.headers, PROTOCOL_VERSION_1_0)
+        check_version(request, PROTOCOL_VERSION_1_0)
         params = await _params(request, op, task_id, served.max_body)
         service = served.service
         with service.runtime.telemetry.server_span(f"A2A {op.value}", request.headers):

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import V1, Gateway, message
+from .conftest import V1, Gateway, message, rpc_body
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -60,3 +60,36 @@ async def test_a_page_size_of_zero_is_refused_and_says_why(gateway: Gateway) -> 
     assert "pageSize" in r.json()["error"]["message"]
     assert (await gateway.rpc("ListTasks", {}))["result"]["pageSize"] == 50
     assert (await gateway.list_tasks(pageSize=1))["pageSize"] == 1
+
+
+# -- where the version is given ----------------------------------------------------------
+
+
+async def test_the_version_may_be_a_query_parameter(gateway: Gateway) -> None:
+    version = {"A2A-Version": "1.0"}
+    r = await gateway.client.post("/agents/echo/message:send", params=version, json={"message": message()})
+    assert r.status_code == 200, r.text
+    assert said(r.json()["task"]) == {"text": "hi"}
+    r = await gateway.client.get("/tasks", params={"a2a-version": "1.0"})  # names are case-insensitive
+    assert r.status_code == 200 and r.json()["totalSize"] == 1, r.text
+    body = rpc_body("SendMessage", {"message": message(text="by rpc")})
+    r = await gateway.client.post("/agents/echo", params=version, json=body)
+    assert said(r.json()["result"]["task"]) == {"text": "by rpc"}
+    # A 0.3 method told 1.0 in the query is told its version does not fit (0.3 has no -32009).
+    legacy = rpc_body("tasks/get", {"id": r.json()["result"]["task"]["id"]})
+    r = await gateway.client.post("/", params=version, json=legacy)
+    assert r.json()["error"]["code"] == -32603 and "version" in r.json()["error"]["message"].lower()
+
+
+async def test_the_header_wins_over_the_query_parameter_unless_empty(gateway: Gateway) -> None:
+    r = await gateway.client.get("/tasks", params={"A2A-Version": "1.0"}, headers={"A2A-Version": ""})
+    assert r.status_code == 200, r.text
+    r = await gateway.client.get("/tasks", params={"A2A-Version": "2.0"}, headers=V1)
+    assert r.status_code == 200, r.text
+    r = await gateway.client.get("/tasks", params={"A2A-Version": "1.0"}, headers={"A2A-Version": "2.0"})
+    assert r.status_code == 400 and r.json()["error"]["details"][0]["reason"] == "VERSION_NOT_SUPPORTED"
+    body = rpc_body("ListTasks", {})
+    r = await gateway.client.post(
+        "/", params={"A2A-Version": "1.0"}, json=body, headers={"A2A-Version": "0.3"}
+    )
+    assert r.json()["error"]["code"] == -32009

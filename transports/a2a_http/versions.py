@@ -1,7 +1,8 @@
 """Protocol versions, the ``A2A-Version`` header and the other fixed names of the HTTP bindings.
 
-A client names the protocol version it speaks in the ``A2A-Version`` request header. The
-official SDK server treats a missing or empty header as ``"0.3"`` and accepts a request
+A client names the protocol version it speaks in the ``A2A-Version`` request header, or
+in a query parameter of that name (spec 3.6.1). The official SDK server reads only the
+header, treats a missing or empty one as ``"0.3"`` and accepts a request
 when the header's major version equals the handler's (``"1.7"`` is served by a 1.0
 handler, ``"2.0"`` is not, ``"0.5"`` is served by a 0.3 handler). It never echoes the
 header back. Which handler runs is decided by the JSON-RPC method name or the REST route,
@@ -54,14 +55,21 @@ def parse_version(value: str) -> tuple[int, int] | None:
     return int(match.group(1)), int(match.group(2) or 0)
 
 
-def request_version(headers: Mapping[str, str]) -> str:
-    """The version a request asks for: its ``A2A-Version`` header, ``"0.3"`` when absent or empty.
+def request_version(headers: Mapping[str, str], query: Mapping[str, str] | None = None) -> str:
+    """The version a request asks for: its ``A2A-Version`` header, else its ``A2A-Version``
+    query parameter; ``"0.3"`` when neither is given or both are empty.
 
     ``headers`` may be any mapping; the lookup tries the canonical and the lower-case name,
-    so a case-insensitive mapping (Starlette, httpx) and a plain dict both work.
+    so a case-insensitive mapping (Starlette, httpx) and a plain dict both work. The query
+    parameter's name is matched without regard to case, as service parameter names are.
+    When both are given the header wins: the spec names the header first and lets the
+    query parameter stand in for it, and says nothing of a request with both.
     """
-    value = headers.get(VERSION_HEADER) or headers.get(VERSION_HEADER.lower()) or ""
-    return value.strip() or PROTOCOL_VERSION_0_3
+    value = (headers.get(VERSION_HEADER) or headers.get(VERSION_HEADER.lower()) or "").strip()
+    if not value and query:
+        wanted = VERSION_HEADER.lower()
+        value = next((v.strip() for k, v in query.items() if k.lower() == wanted and v.strip()), "")
+    return value or PROTOCOL_VERSION_0_3
 
 
 def version_compatible(actual: str, expected: str) -> bool:
