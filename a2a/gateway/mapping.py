@@ -54,6 +54,7 @@ from ..core.route import Route, by_capability
 __all__ = [
     "BadMessage",
     "CallPlan",
+    "UnsupportedContent",
     "error_status",
     "now_rfc3339",
     "plan_call",
@@ -84,6 +85,10 @@ class BadMessage(ValueError):
     """The message names no action this endpoint can reach (INVALID_PARAMS to the client)."""
 
 
+class UnsupportedContent(BadMessage):
+    """The message carries content no bus call can take (CONTENT_TYPE_NOT_SUPPORTED to the client)."""
+
+
 @dataclass(frozen=True)
 class CallPlan:
     """Where a message goes and what it asks."""
@@ -111,8 +116,6 @@ def _skill(message: Message, request_metadata: Mapping[str, Any] | None) -> str 
 def _params(message: Message, data: list[dict[str, Any]]) -> dict[str, Any]:
     if data:
         return data[0]
-    if any(p.raw is not None or p.url is not None for p in message.parts):
-        raise BadMessage("file parts are not supported: send text or a data part")
     return {"text": _texts(message.parts)}
 
 
@@ -150,10 +153,14 @@ def plan_call(
     """The bus call a message asks for, on an agent's endpoint (``agent``) or the gateway's (None).
 
     Raises:
+        UnsupportedContent: the message has a file part (raw bytes or a URL).
         BadMessage: no action can be told from the message.
     """
     if not message.parts:
         raise BadMessage("the message has no parts")
+    if any(p.raw is not None or p.url is not None for p in message.parts):
+        # A bus call's parameters are JSON an action's schema describes: a file has no place there.
+        raise UnsupportedContent("file parts are not supported: send text or a data part")
     data = _data_objects(message.parts)
     explicit = next((d for d in data if isinstance(d.get("action"), str)), None)
     skill = _skill(message, request_metadata)

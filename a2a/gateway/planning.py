@@ -10,7 +10,7 @@ from discovery import LocalView
 from transports.a2a_http import A2AProtocolError, SendMessageRequest
 from transports.a2a_http import errors as e
 
-from .mapping import BadMessage, CallPlan, default_action, plan_call
+from .mapping import BadMessage, CallPlan, UnsupportedContent, default_action, plan_call
 
 __all__ = ["plan_for"]
 
@@ -24,7 +24,8 @@ def plan_for(view: LocalView | None, request: SendMessageRequest, agent: str | N
     """The call a message asks for, resolved against the live agents of ``view``.
 
     Raises:
-        A2AProtocolError: INVALID_PARAMS when no live agent or action fits.
+        A2AProtocolError: INVALID_PARAMS when no live agent or action fits;
+            CONTENT_TYPE_NOT_SUPPORTED for a file part.
     """
     actions: list[str] = []
     agent_meta: Mapping[str, Any] | None = None
@@ -38,6 +39,8 @@ def plan_for(view: LocalView | None, request: SendMessageRequest, agent: str | N
         plan = plan_call(
             request.message, request.metadata, agent=agent, actions=actions, agent_metadata=agent_meta
         )
+    except UnsupportedContent as exc:
+        raise A2AProtocolError(e.CONTENT_TYPE_NOT_SUPPORTED, str(exc)) from None
     except BadMessage as exc:
         raise A2AProtocolError(e.INVALID_PARAMS, str(exc)) from None
     if plan.action or view is None or isinstance(plan.route, str):

@@ -224,7 +224,7 @@ RPC_CASES = [
     rpc_case("list-page-size-negative", rpc("ListTasks", {"pageSize": -1}), -32602, path="/"),
     rpc_case("list-page-size-zero", rpc("ListTasks", {"pageSize": 0}), -32602, path="/"),
     rpc_case("list-status-junk", rpc("ListTasks", {"status": "DONE"}), -32602, path="/"),
-    rpc_case("file-part", send(message({"url": "https://example.com/x"})), -32602),
+    rpc_case("file-part", send(message({"url": "https://example.com/x"})), -32005),
     rpc_case(
         "action-params-not-an-object", send(message({"data": {"action": "say", "params": [1]}})), -32602
     ),
@@ -324,6 +324,9 @@ REST_CASES = [
     ),
     rest_case("extended-card", "GET", "/extendedAgentCard", None, 400, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
     rest_case("agent-not-live", "POST", "/agents/ghost/message:send", BODY, 400, "INVALID_PARAMS"),
+    rest_case(
+        "file-part", "POST", SEND, rest_send(message({"raw": "aGk="})), 400, "CONTENT_TYPE_NOT_SUPPORTED"
+    ),
 ]
 
 

@@ -93,3 +93,41 @@ async def test_the_header_wins_over_the_query_parameter_unless_empty(gateway: Ga
         "/", params={"A2A-Version": "1.0"}, json=body, headers={"A2A-Version": "0.3"}
     )
     assert r.json()["error"]["code"] == -32009
+
+
+# -- content types -----------------------------------------------------------------------
+
+FILE_PARTS = [
+    {"url": "https://example.com/report.pdf", "mediaType": "application/pdf"},
+    {"raw": "aGVsbG8=", "filename": "hello.txt", "mediaType": "text/plain"},
+]
+
+
+@pytest.mark.parametrize("file", FILE_PARTS, ids=["url", "raw"])
+async def test_a_file_part_is_a_content_type_not_supported(gateway: Gateway, file: dict[str, Any]) -> None:
+    for parts in (
+        [file],
+        [{"text": "see the file"}, file],
+        [{"data": {"action": "say", "params": {}}}, file],
+    ):
+        body = await gateway.rpc("SendMessage", {"message": message(*parts)}, agent="echo")
+        assert body["error"]["code"] == -32005, body
+        assert body["error"]["data"][0]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
+        r = await gateway.client.post(
+            "/agents/echo/message:send", json={"message": message(*parts)}, headers=V1
+        )
+        assert (
+            r.status_code == 400 and r.json()["error"]["details"][0]["reason"] == "CONTENT_TYPE_NOT_SUPPORTED"
+        )
+    assert (await gateway.list_tasks())["totalSize"] == 0
+
+
+async def test_a_file_part_in_0_3_is_refused_alike(gateway: Gateway) -> None:
+    legacy = {
+        "kind": "message",
+        "messageId": "m03",
+        "role": "user",
+        "parts": [{"kind": "file", "file": {"uri": "https://example.com/x.png", "mimeType": "image/png"}}],
+    }
+    body = await gateway.rpc("message/send", {"message": legacy}, agent="echo", headers={})
+    assert body["error"]["code"] == -32005, body
