@@ -11,7 +11,6 @@ from transports.a2a_http import (
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
-    ListTasksResponse,
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
@@ -56,23 +55,13 @@ async def _unary(
             return SendMessageResponse(task=trimmed(run.task, history))
         case Operation.GET_TASK:
             assert isinstance(request, GetTaskRequest)
-            return await service.get(principal, request.id, request.history_length)
+            return await service.get(principal, request.id, request.history_length, agent)
         case Operation.LIST_TASKS:
             assert isinstance(request, ListTasksRequest)
-            tasks, token, size, total = await service.list(
-                principal,
-                context_id=request.context_id,
-                state=request.status if request.status != "TASK_STATE_UNSPECIFIED" else None,
-                page_size=request.page_size,
-                page_token=request.page_token,
-                history_length=request.history_length,
-                include_artifacts=bool(request.include_artifacts),
-                status_after=request.status_timestamp_after,
-            )
-            return ListTasksResponse(tasks=tasks, next_page_token=token, page_size=size, total_size=total)
+            return await service.list(principal, request, agent)
         case Operation.CANCEL_TASK:
             assert isinstance(request, CancelTaskRequest)
-            return await service.cancel(principal, request.id)
+            return await service.cancel(principal, request.id, agent)
         case Operation.GET_EXTENDED_CARD:
             raise A2AProtocolError(e.EXTENDED_CARD_NOT_CONFIGURED)
         case (
@@ -108,5 +97,5 @@ async def _stream(
         return events_of(StreamResponse(task=snapshot(run.task)), receive)
     if op is Operation.SUBSCRIBE_TO_TASK:
         assert isinstance(request, SubscribeToTaskRequest)
-        return await service.subscribe(principal, request.id)
+        return await service.subscribe(principal, request.id, agent)
     raise A2AProtocolError(e.METHOD_NOT_FOUND)

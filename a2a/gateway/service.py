@@ -24,6 +24,8 @@ from bus.ids import new_id
 from discovery.errors import redis_errors
 from transports.a2a_http import (
     A2AProtocolError,
+    ListTasksRequest,
+    ListTasksResponse,
     Message,
     SendMessageRequest,
     StreamResponse,
@@ -157,7 +159,7 @@ class GatewayService:
             raise A2AProtocolError(e.INTERNAL_ERROR, "the gateway is shutting down")
         message = request.message
         if message.task_id:
-            stored = await self.owned(principal, message.task_id)
+            stored = await self.owned(principal, message.task_id, agent)
             raise A2AProtocolError(
                 e.UNSUPPORTED_OPERATION,
                 f"task {message.task_id} is {stored.task.status.state}: it takes no further messages; "
@@ -286,10 +288,11 @@ class GatewayService:
 
     # -- tasks -----------------------------------------------------------------------
 
-    async def owned(self, principal: str, task_id: str) -> StoredTask:
-        """The task if it exists and belongs to ``principal`` (else: not found, as if it did not exist)."""
+    async def owned(self, principal: str, task_id: str, agent: str | None = None) -> StoredTask:
+        """The task if it exists, belongs to ``principal`` and, asked on an agent's endpoint, went
+        to ``agent`` (else: not found, as if it did not exist)."""
         stored = await self.store.load(task_id) if valid_id(task_id) else None
-        if stored is None or stored.owner != principal:
+        if stored is None or stored.owner != principal or (agent is not None and stored.agent != agent):
             raise A2AProtocolError(e.TASK_NOT_FOUND, f"task {task_id} not found")
         if is_done(stored.task) or task_id in self.runs:
             return stored
@@ -305,48 +308,46 @@ class GatewayService:
             await self.store.save(stored)
         return stored
 
-    async def get(self, principal: str, task_id: str, history_length: int | None) -> Task:
-        return trimmed((await self.owned(principal, task_id)).task, history_length)
+    async def get(self, principal: str, task_id: str, history_length: int | None, agent: str | None) -> Task:
+        return trimmed((await self.owned(principal, task_id, agent)).task, history_length)
 
-    async def list(
-        self,
-        principal: str,
-        *,
-        context_id: str,
-        state: str | None,
-        page_size: int | None,
-        page_token: str,
-        history_length: int | None,
-        include_artifacts: bool,
-        status_after: str = "",
-    ) -> tuple[list[Task], str, int, int]:
-        """(tasks, next page token, page size, total) of ``principal``'s tasks, newest first."""
+    async def list(self, principal: str, request: ListTasksRequest, agent: str | None) -> ListTasksResponse:
+        """A page of ``principal``'s tasks, newest first; on an agent's endpoint, those sent to ``agent``."""
         try:
-            offset = decode_token(page_token)
+            offset = decode_token(request.page_token)
         except ValueError as exc:
             raise A2AProtocolError(e.INVALID_PARAMS, str(exc)) from None
-        size = 50 if page_size is None else page_size  # 0 is a size, not "unset": refused
+        size = 50 if request.page_size is None else request.page_size  # 0 is a size, not "unset": refused
         if not 1 <= size <= 100:
             problem = f"pageSize must be between 1 and 100 (leave it out for 50), got {size}"
             violation = {"field": "pageSize", "message": problem}
             raise A2AProtocolError(e.INVALID_PARAMS, problem, {"errors": [violation]})
+        after_text = request.status_timestamp_after
         try:
-            after = parse_timestamp(status_after) if status_after else None
+            after = parse_timestamp(after_text) if after_text else None
         except ValueError:
             raise A2AProtocolError(e.INVALID_PARAMS, "statusTimestampAfter: an RFC 3339 timestamp") from None
+        state = request.status if request.status != "TASK_STATE_UNSPECIFIED" else None
         found, total, following = await self.store.page(
-            principal, offset=offset, size=size, context_id=context_id, state=state, after=after
+            principal,
+            offset=offset,
+            size=size,
+            context_id=request.context_id,
+            state=state,
+            after=after,
+            agent=agent,
         )
         tasks = []
         for stored in found:
-            task = trimmed(stored.task, history_length)
-            if not include_artifacts and task.artifacts:
+            task = trimmed(stored.task, request.history_length)
+            if not request.include_artifacts and task.artifacts:
                 task = msgspec.structs.replace(task, artifacts=[])
             tasks.append(task)
-        return tasks, encode_token(following) if following is not None else "", size, total
+        token = encode_token(following) if following is not None else ""
+        return ListTasksResponse(tasks=tasks, next_page_token=token, page_size=size, total_size=total)
 
-    async def cancel(self, principal: str, task_id: str) -> Task:
-        stored = await self.owned(principal, task_id)
+    async def cancel(self, principal: str, task_id: str, agent: str | None) -> Task:
+        stored = await self.owned(principal, task_id, agent)
         if is_done(stored.task):
             raise A2AProtocolError(
                 e.TASK_NOT_CANCELABLE, f"task {task_id} is {stored.task.status.state} and cannot be canceled"
@@ -367,13 +368,14 @@ class GatewayService:
                 await anyio.sleep(0.05)
         return (await self.store.load(task_id) or stored).task
 
-    async def subscribe(self, principal: str, task_id: str) -> Events:
+    async def subscribe(self, principal: str, task_id: str, agent: str | None) -> Events:
         """The task now, then its events until it ends (from this replica or any other).
 
         Raises:
-            A2AProtocolError: not the principal's task, ended, or over a cap on streams.
+            A2AProtocolError: not the principal's task (or not ``agent``'s), ended, or over a
+                cap on streams.
         """
-        stored = await self.owned(principal, task_id)
+        stored = await self.owned(principal, task_id, agent)
         if is_done(stored.task):
             raise A2AProtocolError(
                 e.UNSUPPORTED_OPERATION, f"task {task_id} is in terminal state: {stored.task.status.state}"

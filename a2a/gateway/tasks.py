@@ -110,15 +110,17 @@ class TaskStore:
         context_id: str = "",
         state: str | None = None,
         after: datetime.datetime | None = None,
+        agent: str | None = None,
     ) -> tuple[list[StoredTask], int, int | None]:
-        """Tasks of ``owner``, newest first: (page, how many match, next offset or None).
+        """Tasks of ``owner`` (sent to ``agent``, if given), newest first: (page, how many
+        match, next offset or None).
 
         Without filters a page is one range read; with filters the owner's newest
         ``MAX_FILTERED`` tasks are read and filtered, and offsets count matching tasks.
         """
         size = max(1, min(size, _MAX_PAGE))
         key = self._owned(owner)
-        filtered = bool(context_id or state or after)
+        filtered = bool(context_id or state or after) or agent is not None
         with redis_errors("list tasks"):
             if not filtered:
                 total = int(await self.redis.zcard(key))
@@ -130,6 +132,8 @@ class TaskStore:
             for start in range(0, len(ids), _MAX_PAGE):
                 for stored in await self._read(owner, ids[start : start + _MAX_PAGE]):
                     task = stored.task
+                    if agent is not None and stored.agent != agent:
+                        continue
                     if context_id and task.context_id != context_id:
                         continue
                     if state and task.status.state != state:

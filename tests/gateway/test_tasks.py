@@ -279,3 +279,64 @@ async def test_a_task_left_working_past_its_deadline_is_failed_when_read(gateway
     task = await gateway.task(done["id"])
     assert task["status"]["state"] == "TASK_STATE_FAILED"
     assert "deadline" in task["status"]["message"]["parts"][0]["text"]
+
+
+# -- an agent's endpoint -----------------------------------------------------------------
+
+
+def ids(listing: dict[str, Any]) -> set[str]:
+    return {t["id"] for t in listing["tasks"]}
+
+
+async def test_an_agents_endpoint_sees_only_the_tasks_sent_to_that_agent(keyed: Gateway) -> None:
+    gw = keyed
+    echoed = await gw.send(message(text="direct"), agent="echo", headers=ALICE)
+    routed_part = {"data": {"action": "say", "agent": "echo", "params": {"text": "routed"}}}
+    routed = await gw.send(message(routed_part), headers=ALICE)  # the gateway's endpoint, to echo
+    waiting = await gw.send(
+        message(action("wait", seconds=30)),
+        agent="slow",
+        headers=ALICE,
+        configuration={"returnImmediately": True},
+    )
+    bobs = await gw.send(message(text="bob's"), agent="echo", headers=BOB)
+    r = await gw.client.get("/agents/echo/tasks", headers={**V1, **ALICE})
+    assert ids(r.json()) == {echoed["id"], routed["id"]} and r.json()["totalSize"] == 2
+    body = await gw.rpc("ListTasks", {}, agent="echo", headers={**V1, **ALICE})
+    assert ids(body["result"]) == {echoed["id"], routed["id"]}
+    r = await gw.client.get("/agents/slow/tasks", headers={**V1, **ALICE})
+    assert ids(r.json()) == {waiting["id"]}
+    assert ids(await gw.list_tasks(headers=ALICE)) == {echoed["id"], routed["id"], waiting["id"]}
+    r = await gw.client.get("/agents/echo/tasks", headers={**V1, **BOB})
+    assert ids(r.json()) == {bobs["id"]}
+    for path in ("/agents/echo/tasks/" + waiting["id"], "/agents/slow/tasks/" + echoed["id"]):
+        r = await gw.client.get(path, headers={**V1, **ALICE})
+        assert r.status_code == 404 and r.json()["error"]["details"][0]["reason"] == "TASK_NOT_FOUND"
+    body = await gw.rpc("GetTask", {"id": waiting["id"]}, agent="echo", headers={**V1, **ALICE})
+    assert body["error"]["code"] == -32001
+    legacy = await gw.rpc("tasks/get", {"id": waiting["id"]}, agent="echo", headers=ALICE)
+    assert legacy["error"]["code"] == -32001
+    r = await gw.client.get(f"/agents/echo/tasks/{echoed['id']}", headers={**V1, **BOB})
+    assert r.status_code == 404  # users stay apart on an agent's endpoint too
+    r = await gw.client.get(f"/agents/slow/tasks/{waiting['id']}", headers={**V1, **ALICE})
+    assert r.status_code == 200 and r.json()["id"] == waiting["id"]
+    assert (await gw.task(waiting["id"], headers=ALICE))["id"] == waiting["id"]
+    await gw.rpc("CancelTask", {"id": waiting["id"]}, agent="slow", headers={**V1, **ALICE})
+
+
+async def test_another_agents_task_cannot_be_cancelled_followed_or_continued(gateway: Gateway) -> None:
+    task = await gateway.send(
+        message(action("wait", seconds=30)), agent="slow", configuration={"returnImmediately": True}
+    )
+    await gateway.wait_state(task["id"], ["TASK_STATE_WORKING"])
+    for suffix in (":cancel", ":subscribe"):
+        r = await gateway.client.post(f"/agents/echo/tasks/{task['id']}{suffix}", headers=V1)
+        assert r.status_code == 404 and r.json()["error"]["details"][0]["reason"] == "TASK_NOT_FOUND"
+    for method in ("CancelTask", "SubscribeToTask"):
+        body = await gateway.rpc(method, {"id": task["id"]}, agent="echo")
+        assert body["error"]["code"] == -32001, body
+    follow_up = await gateway.rpc("SendMessage", {"message": message(taskId=task["id"])}, agent="echo")
+    assert follow_up["error"]["code"] == -32001
+    assert (await gateway.task(task["id"]))["status"]["state"] == "TASK_STATE_WORKING"
+    body = await gateway.rpc("CancelTask", {"id": task["id"]}, agent="slow")
+    assert body["result"]["status"]["state"] == "TASK_STATE_CANCELED"
