@@ -9,6 +9,9 @@ Endpoints (``<base>`` is the gateway's root, or ``<base>/agents/<name>`` for one
     GET  <base>/tasks/<id> | /tasks                   ...and the rest of the 1.0 routes
     GET  /healthz                                     liveness
 
+A trailing slash names the same resource (``/agents/echo/`` is ``/agents/echo``): it is
+served in place, never redirected, since clients do not follow a redirect of a POST.
+
 Run it with :func:`serve_gateway` (or ``a2a gateway``); :func:`create_app` gives the bare
 ASGI app for another server.
 
@@ -28,9 +31,11 @@ from typing import Any
 import anyio
 import anyio.abc
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bus.subjects import validate_name
 from discovery.profile import AgentProfile
@@ -74,6 +79,24 @@ def _not_modified(if_none_match: str | None, etag: str) -> bool:
 
 def _no_agent() -> Response:
     return JSONResponse({"error": {"code": 404, "status": "NOT_FOUND", "message": "no such agent"}}, 404)
+
+
+class _SlashFree:
+    """ASGI middleware: a path's trailing slashes are dropped before routing (``/`` stays)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "")
+        raw: bytes | None = scope.get("raw_path")
+        # An encoded slash (``%2F``) at the end is part of a name, not a trailing slash.
+        trailing = path != "/" and path.endswith("/") and (raw is None or raw.endswith(b"/"))
+        if scope["type"] == "http" and trailing:
+            scope = {**scope, "path": path.rstrip("/") or "/"}
+            if raw is not None:
+                scope["raw_path"] = raw.rstrip(b"/") or b"/"
+        await self.app(scope, receive, send)
 
 
 def _agent(request: Request) -> str | None:
@@ -158,7 +181,9 @@ def create_app(
         for r in ROUTES_V1:
             path = prefix + r.path.replace("{id}", "{task_id}")
             routes.append(Route(path, rest(r.operation), methods=[r.method]))
-    return Starlette(routes=routes)
+    app = Starlette(routes=routes, middleware=[Middleware(_SlashFree)])
+    app.router.redirect_slashes = False  # an unknown path is a 404, never a redirect
+    return app
 
 
 async def _watch_hops(runtime: Runtime, service: GatewayService) -> Any:
