@@ -12,6 +12,10 @@ Endpoints (``<base>`` is the gateway's root, or ``<base>/agents/<name>`` for one
 A trailing slash names the same resource (``/agents/echo/`` is ``/agents/echo``): it is
 served in place, never redirected, since clients do not follow a redirect of a POST.
 
+On the root, a message that names no skill and no agent goes to the default agent
+(``GatewayConfig.default_agent``, else the only live agent), as if it were sent to
+``/agents/<name>``.
+
 Run it with :func:`serve_gateway` (or ``a2a gateway``); :func:`create_app` gives the bare
 ASGI app for another server.
 
@@ -139,7 +143,8 @@ def create_app(
         return Response(body, media_type="application/json", headers=headers)
 
     async def own_card(request: Request) -> Response:
-        card = gateway_card(config.name, config.description, url, _profiles(runtime), served.auth)
+        profiles = _profiles(runtime)
+        card = gateway_card(config.name, config.description, url, profiles, served.auth, config.default_agent)
         return card_response(request, *card_body(card))
 
     async def one_card(request: Request) -> Response:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bus.subjects import validate_name
+
 __all__ = ["GatewayConfig"]
 
 
@@ -18,6 +20,9 @@ class GatewayConfig:
             by the runtime's ``max_ttl``.
         task_ttl: seconds a task stays readable after its last change.
         name, description: the gateway's own agent card.
+
+    Raises:
+        ValueError: ``default_agent`` is not an agent name.
     """
 
     public_url: str | None = None
@@ -46,3 +51,11 @@ class GatewayConfig:
     """``SubscribeToTask`` streams open at once on one task (on this replica)."""
     max_subscriptions_per_user: int = 100
     """``SubscribeToTask`` streams open at once by one user (on this replica)."""
+    default_agent: str | None = None
+    """The agent that takes a message on the gateway's own endpoint naming no skill and no
+    agent, as if it were sent to ``/agents/<name>`` (None: the only live agent, if exactly
+    one is; with several such a message is refused)."""
+
+    def __post_init__(self) -> None:
+        if self.default_agent is not None:
+            validate_name("agent", self.default_agent)
