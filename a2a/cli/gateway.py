@@ -42,6 +42,14 @@ def add_gateway_parser(
         "(metadata.skillId) and no agent, as if sent to /agents/NAME (default: the only live "
         "agent, if exactly one is; else such a message is refused)",
     )
+    p.add_argument(
+        "--origin-card",
+        choices=("gateway", "agent"),
+        default="gateway",
+        help="what /.well-known/agent-card.json is: 'gateway' (default), one skill per capability "
+        "with the routing rule in its description; 'agent', the --default-agent's own card at the "
+        "gateway's URL, for clients that only read the origin's card",
+    )
     p.add_argument("--api-keys", type=Path, help="YAML file: user -> API key(s) (clear or sha256:<hex>)")
     p.add_argument("--jwt-key", type=Path, help="PEM public key that signs bearer JWTs")
     p.add_argument("--jwt-secret", type=Path, help="file holding the HMAC secret of bearer JWTs")
@@ -74,6 +82,8 @@ def cmd_gateway(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be between 0 and 65535", status=2)
+    if args.origin_card == "agent" and args.default_agent is None:
+        raise CommandError("--origin-card agent serves the --default-agent's card: name one", status=2)
     settings = settings_from(args)
     jwt = None
     if args.jwt_key or args.jwt_secret or args.jwks:
@@ -96,6 +106,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
         default_agent=args.default_agent,
+        origin_card=args.origin_card,
     )
 
     async def run(settings: Settings) -> None:

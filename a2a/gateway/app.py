@@ -1,8 +1,8 @@
 """The gateway: an ASGI app (Starlette, served by uvicorn) over a runtime connected to the bus.
 
-Endpoints (``<base>`` is the gateway's root, or ``<base>/agents/<name>`` for one agent):
+Endpoints (``<base>`` is the gateway's root, or ``/agents/<name>`` for one agent):
 
-    GET  /.well-known/agent-card.json                 the gateway's card
+    GET  /.well-known/agent-card.json                 the gateway's card (or the default agent's)
     GET  /agents/<name>/.well-known/agent-card.json   an agent's card (404 when none is live)
     POST <base>                                       JSON-RPC, 1.0 and 0.3 method names
     POST <base>/message:send | message:stream         HTTP+JSON 1.0
@@ -14,7 +14,7 @@ served in place, never redirected, since clients do not follow a redirect of a P
 
 On the root, a message that names no skill and no agent goes to the default agent
 (``GatewayConfig.default_agent``, else the only live agent), as if it were sent to
-``/agents/<name>``.
+``/agents/<name>``; with ``origin_card="agent"`` the root's card is that agent's card.
 
 Run it with :func:`serve_gateway` (or ``a2a gateway``); :func:`create_app` gives the bare
 ASGI app for another server.
@@ -85,6 +85,11 @@ def _no_agent() -> Response:
     return JSONResponse({"error": {"code": 404, "status": "NOT_FOUND", "message": "no such agent"}}, 404)
 
 
+def _not_live(name: str) -> Response:
+    message = f"the agent {name} this card describes is not live"
+    return JSONResponse({"error": {"code": 503, "status": "UNAVAILABLE", "message": message}}, 503)
+
+
 class _SlashFree:
     """ASGI middleware: a path's trailing slashes are dropped before routing (``/`` stays)."""
 
@@ -144,7 +149,16 @@ def create_app(
 
     async def own_card(request: Request) -> Response:
         profiles = _profiles(runtime)
-        card = gateway_card(config.name, config.description, url, profiles, served.auth, config.default_agent)
+        if config.origin_card == "agent":
+            assert config.default_agent is not None  # GatewayConfig checks it
+            instances = profiles_by_name(profiles).get(config.default_agent)
+            if not instances:
+                return _not_live(config.default_agent)
+            card = agent_card(config.default_agent, url, instances, served.auth)
+        else:
+            card = gateway_card(
+                config.name, config.description, url, profiles, served.auth, config.default_agent
+            )
         return card_response(request, *card_body(card))
 
     async def one_card(request: Request) -> Response:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from bus.subjects import validate_name
 
-__all__ = ["GatewayConfig"]
+__all__ = ["GatewayConfig", "OriginCard"]
+
+OriginCard = Literal["gateway", "agent"]
 
 
 @dataclass(frozen=True)
@@ -22,7 +25,8 @@ class GatewayConfig:
         name, description: the gateway's own agent card.
 
     Raises:
-        ValueError: ``default_agent`` is not an agent name.
+        ValueError: ``default_agent`` is not an agent name, or ``origin_card`` is
+            ``"agent"`` without one.
     """
 
     public_url: str | None = None
@@ -55,7 +59,15 @@ class GatewayConfig:
     """The agent that takes a message on the gateway's own endpoint naming no skill and no
     agent, as if it were sent to ``/agents/<name>`` (None: the only live agent, if exactly
     one is; with several such a message is refused)."""
+    origin_card: OriginCard = "gateway"
+    """What ``/.well-known/agent-card.json`` is: ``"gateway"``, one skill per capability and
+    the routing rule in its description; ``"agent"``, the card of ``default_agent`` naming
+    the gateway's own URL, for clients that only read the origin's card."""
 
     def __post_init__(self) -> None:
         if self.default_agent is not None:
             validate_name("agent", self.default_agent)
+        if self.origin_card not in ("gateway", "agent"):
+            raise ValueError(f"origin_card: 'gateway' or 'agent', not {self.origin_card!r}")
+        if self.origin_card == "agent" and self.default_agent is None:
+            raise ValueError("origin_card 'agent' serves the default agent's card: set default_agent")

@@ -1,4 +1,4 @@
-"""The gateway's own URL as a standard client finds it: where a message naming no skill goes, its card."""
+"""The gateway's own URL as a standard client finds it: plain messages, trailing slashes, the origin card."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from a2a import Settings
-from a2a.cli.main import build_parser
+from a2a.cli.main import build_parser, run_command
 from a2a.gateway import GatewayConfig
 
 from .agents import echo, slow
@@ -93,9 +93,34 @@ async def test_a_default_agent_that_is_not_live_is_named(settings: Settings) -> 
         assert error["code"] == -32602 and "ghost" in error["message"], error
 
 
+async def test_the_origin_card_can_be_the_default_agents(settings: Settings) -> None:
+    config = GatewayConfig(default_timeout=10, default_agent="echo", origin_card="agent")
+    async with runtime_serving(settings, *AGENTS) as runtime, gateway_on(runtime, config=config) as gw:
+        origin = (await gw.client.get(CARD)).json()
+        own = (await gw.client.get(f"/agents/echo{CARD}")).json()
+        assert origin["name"] == "echo" and origin["description"] == "Repeats what it is given"
+        assert {i["url"] for i in origin["supportedInterfaces"]} == {gw.url}
+        assert origin["url"] == gw.url
+        # The agent's card but for the URL it names.
+        assert {**origin, "supportedInterfaces": None, "url": None} == {
+            **own,
+            "supportedInterfaces": None,
+            "url": None,
+        }
+        task = (await rpc_send(gw, origin["url"], "through the card"))["result"]["task"]
+        assert texts(task) == ["through the card"]
+
+
+async def test_the_origin_card_of_an_agent_that_is_not_live_is_503(settings: Settings) -> None:
+    config = GatewayConfig(default_timeout=10, default_agent="ghost", origin_card="agent")
+    async with runtime_serving(settings, echo) as runtime, gateway_on(runtime, config=config) as gw:
+        r = await gw.client.get(CARD)
+        assert r.status_code == 503 and r.json()["error"]["status"] == "UNAVAILABLE"
+
+
 @pytest.mark.parametrize(
     "fields",
-    [{"default_agent": "a.b"}, {"default_agent": ""}],
+    [{"origin_card": "agent"}, {"default_agent": "a.b"}, {"origin_card": "other", "default_agent": "echo"}],
 )
 def test_the_config_refuses_an_origin_it_cannot_serve(fields: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
@@ -107,3 +132,7 @@ def test_the_command_line_refuses_a_default_agent_that_is_no_agent_name() -> Non
         build_parser().parse_args(["gateway", "--default-agent", "a.b"])
     assert exit_.value.code == 2
     assert build_parser().parse_args(["gateway", "--default-agent", "echo"]).default_agent == "echo"
+
+
+def test_the_command_line_refuses_an_agent_origin_card_without_a_default_agent() -> None:
+    assert run_command(build_parser().parse_args(["gateway", "--origin-card", "agent"])) == 2
