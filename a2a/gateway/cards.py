@@ -81,19 +81,19 @@ def _card(
     )
 
 
-def _routing(live: list[str], default_agent: str | None) -> str:
+def _routing(url: str, live: list[str], default_agent: str | None) -> str:
     """How the gateway's endpoint routes a message, said in its card."""
     by_skill = "a message naming a skill in metadata.skillId goes to the best live agent with it"
     target = origin_agent(live, default_agent)
     if target is None:
         return (
             f"Name a skill: {by_skill}; a message naming none is refused. Or send to one agent's own "
-            "endpoint, <this URL>/agents/<name> (its card: /agents/<name>/.well-known/agent-card.json)."
+            f"endpoint, {url}/agents/<name> (its card: {url}/agents/<name>/.well-known/agent-card.json)."
         )
     only = "" if default_agent is not None else ", the only live agent"
     return (
         f"A message naming no skill goes to the agent {target}{only} "
-        f"(its card: /agents/{target}/.well-known/agent-card.json); {by_skill}."
+        f"(its card: {url}/agents/{target}/.well-known/agent-card.json); {by_skill}."
     )
 
 
@@ -126,7 +126,7 @@ def gateway_card(
         )
         for cap_id, (text, agents) in sorted(found.items())
     ]
-    rule = _routing(live, default_agent)
+    rule = _routing(url, live, default_agent)
     text = f"{description.rstrip('. ')}. {rule}" if description.strip() else rule
     return _card(name, text, url, skills, auth)
 
