@@ -13,7 +13,7 @@ import anyio
 
 from ..core.runtime import Runtime
 from ..core.settings import Settings
-from .common import CommandError, seconds, settings_from
+from .common import CommandError, seconds, settings_from, subject_token
 
 __all__ = ["add_gateway_parser", "cmd_gateway"]
 
@@ -33,6 +33,22 @@ def add_gateway_parser(
     p.add_argument(
         "--public-url",
         help="base URL clients reach the gateway at, written into agent cards (default: the bound address)",
+    )
+    p.add_argument(
+        "--default-agent",
+        metavar="NAME",
+        type=subject_token("agent"),
+        help="the agent that takes a message sent to the gateway's own URL when it names no skill "
+        "(metadata.skillId) and no agent, as if sent to /agents/NAME (default: the only live "
+        "agent, if exactly one is; else such a message is refused)",
+    )
+    p.add_argument(
+        "--origin-card",
+        choices=("gateway", "agent"),
+        default="gateway",
+        help="what /.well-known/agent-card.json is: 'gateway' (default), one skill per capability "
+        "with the routing rule in its description; 'agent', the --default-agent's own card at the "
+        "gateway's URL, for clients that only read the origin's card",
     )
     p.add_argument("--api-keys", type=Path, help="YAML file: user -> API key(s) (clear or sha256:<hex>)")
     p.add_argument("--jwt-key", type=Path, help="PEM public key that signs bearer JWTs")
@@ -66,6 +82,8 @@ def cmd_gateway(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be between 0 and 65535", status=2)
+    if args.origin_card == "agent" and args.default_agent is None:
+        raise CommandError("--origin-card agent serves the --default-agent's card: name one", status=2)
     settings = settings_from(args)
     jwt = None
     if args.jwt_key or args.jwt_secret or args.jwks:
@@ -87,6 +105,8 @@ def cmd_gateway(args: argparse.Namespace) -> int:
         max_timeout=args.max_timeout,
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
+        default_agent=args.default_agent,
+        origin_card=args.origin_card,
     )
 
     async def run(settings: Settings) -> None:

@@ -1,13 +1,20 @@
 """The gateway: an ASGI app (Starlette, served by uvicorn) over a runtime connected to the bus.
 
-Endpoints (``<base>`` is the gateway's root, or ``<base>/agents/<name>`` for one agent):
+Endpoints (``<base>`` is the gateway's root, or ``/agents/<name>`` for one agent):
 
-    GET  /.well-known/agent-card.json                 the gateway's card
+    GET  /.well-known/agent-card.json                 the gateway's card (or the default agent's)
     GET  /agents/<name>/.well-known/agent-card.json   an agent's card (404 when none is live)
     POST <base>                                       JSON-RPC, 1.0 and 0.3 method names
     POST <base>/message:send | message:stream         HTTP+JSON 1.0
     GET  <base>/tasks/<id> | /tasks                   ...and the rest of the 1.0 routes
     GET  /healthz                                     liveness
+
+A trailing slash names the same resource (``/agents/echo/`` is ``/agents/echo``): it is
+served in place, never redirected, since clients do not follow a redirect of a POST.
+
+On the root, a message that names no skill and no agent goes to the default agent
+(``GatewayConfig.default_agent``, else the only live agent), as if it were sent to
+``/agents/<name>``; with ``origin_card="agent"`` the root's card is that agent's card.
 
 Run it with :func:`serve_gateway` (or ``a2a gateway``); :func:`create_app` gives the bare
 ASGI app for another server.
@@ -28,9 +35,11 @@ from typing import Any
 import anyio
 import anyio.abc
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bus.subjects import validate_name
 from discovery.profile import AgentProfile
@@ -76,6 +85,29 @@ def _no_agent() -> Response:
     return JSONResponse({"error": {"code": 404, "status": "NOT_FOUND", "message": "no such agent"}}, 404)
 
 
+def _not_live(name: str) -> Response:
+    message = f"the agent {name} this card describes is not live"
+    return JSONResponse({"error": {"code": 503, "status": "UNAVAILABLE", "message": message}}, 503)
+
+
+class _SlashFree:
+    """ASGI middleware: a path's trailing slashes are dropped before routing (``/`` stays)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "")
+        raw: bytes | None = scope.get("raw_path")
+        # An encoded slash (``%2F``) at the end is part of a name, not a trailing slash.
+        trailing = path != "/" and path.endswith("/") and (raw is None or raw.endswith(b"/"))
+        if scope["type"] == "http" and trailing:
+            scope = {**scope, "path": path.rstrip("/") or "/"}
+            if raw is not None:
+                scope["raw_path"] = raw.rstrip(b"/") or b"/"
+        await self.app(scope, receive, send)
+
+
 def _agent(request: Request) -> str | None:
     name = request.path_params.get("agent")
     if name is None:
@@ -116,7 +148,17 @@ def create_app(
         return Response(body, media_type="application/json", headers=headers)
 
     async def own_card(request: Request) -> Response:
-        card = gateway_card(config.name, config.description, url, _profiles(runtime), served.auth)
+        profiles = _profiles(runtime)
+        if config.origin_card == "agent":
+            assert config.default_agent is not None  # GatewayConfig checks it
+            instances = profiles_by_name(profiles).get(config.default_agent)
+            if not instances:
+                return _not_live(config.default_agent)
+            card = agent_card(config.default_agent, url, instances, served.auth)
+        else:
+            card = gateway_card(
+                config.name, config.description, url, profiles, served.auth, config.default_agent
+            )
         return card_response(request, *card_body(card))
 
     async def one_card(request: Request) -> Response:
@@ -158,7 +200,9 @@ def create_app(
         for r in ROUTES_V1:
             path = prefix + r.path.replace("{id}", "{task_id}")
             routes.append(Route(path, rest(r.operation), methods=[r.method]))
-    return Starlette(routes=routes)
+    app = Starlette(routes=routes, middleware=[Middleware(_SlashFree)])
+    app.router.redirect_slashes = False  # an unknown path is a 404, never a redirect
+    return app
 
 
 async def _watch_hops(runtime: Runtime, service: GatewayService) -> Any:

@@ -2,6 +2,7 @@
 
 - The **gateway's card** (``/.well-known/agent-card.json``) has one skill per capability
   any live agent offers: a message naming that skill goes to the best live agent with it.
+  Its description says where a message naming no skill goes (``planning.origin_agent``).
 - An **agent's card** (``/agents/<name>/.well-known/agent-card.json``) has one skill per
   action, tagged with the agent's capabilities; the actions' input schemas (and how to
   name an action in a data part) are in the ``urn:a2a-runtime:actions:v1`` extension.
@@ -33,6 +34,7 @@ from transports.a2a_http.card import (
 )
 
 from .auth import Authenticator
+from .planning import origin_agent
 
 __all__ = ["ACTIONS_EXTENSION", "agent_card", "card_body", "gateway_card", "profiles_by_name"]
 
@@ -79,10 +81,37 @@ def _card(
     )
 
 
+def _routing(url: str, live: list[str], default_agent: str | None) -> str:
+    """How the gateway's endpoint routes a message, said in its card."""
+    by_skill = "a message naming a skill in metadata.skillId goes to the best live agent with it"
+    target = origin_agent(live, default_agent)
+    if target is None:
+        return (
+            f"Name a skill: {by_skill}; a message naming none is refused. Or send to one agent's own "
+            f"endpoint, {url}/agents/<name> (its card: {url}/agents/<name>/.well-known/agent-card.json)."
+        )
+    only = "" if default_agent is not None else ", the only live agent"
+    return (
+        f"A message naming no skill goes to the agent {target}{only} "
+        f"(its card: {url}/agents/{target}/.well-known/agent-card.json); {by_skill}."
+    )
+
+
 def gateway_card(
-    name: str, description: str, url: str, profiles: Iterable[AgentProfile], auth: Authenticator
+    name: str,
+    description: str,
+    url: str,
+    profiles: Iterable[AgentProfile],
+    auth: Authenticator,
+    default_agent: str | None = None,
 ) -> AgentCard:
-    """One skill per capability of any live agent (routed to the best one that has it)."""
+    """One skill per capability of any live agent (routed to the best one that has it).
+
+    The description ends with the routing rule: where a message naming no skill goes
+    (``default_agent``, else the only live agent), or that it is refused.
+    """
+    profiles = list(profiles)
+    live = sorted({p.name for p in profiles})
     found: dict[str, tuple[str, list[str]]] = {}
     for profile in profiles:
         for cap in profile.capabilities:
@@ -97,7 +126,9 @@ def gateway_card(
         )
         for cap_id, (text, agents) in sorted(found.items())
     ]
-    return _card(name, description, url, skills, auth)
+    rule = _routing(url, live, default_agent)
+    text = f"{description.rstrip('. ')}. {rule}" if description.strip() else rule
+    return _card(name, text, url, skills, auth)
 
 
 def agent_card(name: str, url: str, instances: list[AgentProfile], auth: Authenticator) -> AgentCard:

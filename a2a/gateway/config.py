@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["GatewayConfig"]
+from bus.subjects import validate_name
+
+__all__ = ["GatewayConfig", "OriginCard"]
+
+OriginCard = Literal["gateway", "agent"]
 
 
 @dataclass(frozen=True)
@@ -18,6 +23,10 @@ class GatewayConfig:
             by the runtime's ``max_ttl``.
         task_ttl: seconds a task stays readable after its last change.
         name, description: the gateway's own agent card.
+
+    Raises:
+        ValueError: ``default_agent`` is not an agent name, or ``origin_card`` is
+            ``"agent"`` without one.
     """
 
     public_url: str | None = None
@@ -46,3 +55,19 @@ class GatewayConfig:
     """``SubscribeToTask`` streams open at once on one task (on this replica)."""
     max_subscriptions_per_user: int = 100
     """``SubscribeToTask`` streams open at once by one user (on this replica)."""
+    default_agent: str | None = None
+    """The agent that takes a message on the gateway's own endpoint naming no skill and no
+    agent, as if it were sent to ``/agents/<name>`` (None: the only live agent, if exactly
+    one is; with several such a message is refused)."""
+    origin_card: OriginCard = "gateway"
+    """What ``/.well-known/agent-card.json`` is: ``"gateway"``, one skill per capability and
+    the routing rule in its description; ``"agent"``, the card of ``default_agent`` naming
+    the gateway's own URL, for clients that only read the origin's card."""
+
+    def __post_init__(self) -> None:
+        if self.default_agent is not None:
+            validate_name("agent", self.default_agent)
+        if self.origin_card not in ("gateway", "agent"):
+            raise ValueError(f"origin_card: 'gateway' or 'agent', not {self.origin_card!r}")
+        if self.origin_card == "agent" and self.default_agent is None:
+            raise ValueError("origin_card 'agent' serves the default agent's card: set default_agent")

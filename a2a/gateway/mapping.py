@@ -56,6 +56,7 @@ __all__ = [
     "CallPlan",
     "UnsupportedContent",
     "error_status",
+    "names_route",
     "now_rfc3339",
     "plan_call",
     "result_artifact",
@@ -111,6 +112,14 @@ def _skill(message: Message, request_metadata: Mapping[str, Any] | None) -> str 
         if meta and isinstance(meta.get("skillId"), str):
             return str(meta["skillId"])
     return None
+
+
+def names_route(message: Message, request_metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a message on the gateway's endpoint names a skill, or an agent in its data part."""
+    if _skill(message, request_metadata) is not None:
+        return True
+    explicit = next((d for d in _data_objects(message.parts) if isinstance(d.get("action"), str)), None)
+    return explicit is not None and isinstance(explicit.get("agent"), str)
 
 
 def _params(message: Message, data: list[dict[str, Any]]) -> dict[str, Any]:

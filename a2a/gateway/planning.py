@@ -1,8 +1,13 @@
-"""Resolving a message's call against the live registry: which agent, which action."""
+"""Resolving a message's call against the live registry: which agent, which action.
+
+On the gateway's own endpoint a message that names no skill and no agent goes to the
+*origin agent*: the configured default agent, else the only live agent; with several
+live agents and no default it is refused, saying how to name one.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bus.errors import NoCapableAgent
@@ -10,9 +15,11 @@ from discovery import LocalView
 from transports.a2a_http import A2AProtocolError, SendMessageRequest
 from transports.a2a_http import errors as e
 
-from .mapping import BadMessage, CallPlan, UnsupportedContent, default_action, plan_call
+from .mapping import BadMessage, CallPlan, UnsupportedContent, default_action, names_route, plan_call
 
-__all__ = ["plan_for"]
+__all__ = ["live_agents", "origin_agent", "plan_for"]
+
+_NAMES_SHOWN = 10
 
 
 def _actions(metadata: Mapping[str, Any]) -> list[str]:
@@ -20,13 +27,47 @@ def _actions(metadata: Mapping[str, Any]) -> list[str]:
     return [a for a in listed if isinstance(a, str)] if isinstance(listed, list) else []
 
 
-def plan_for(view: LocalView | None, request: SendMessageRequest, agent: str | None) -> CallPlan:
+def live_agents(view: LocalView | None) -> list[str]:
+    """The names of the live agents, sorted, each once."""
+    return sorted({entry.profile.name for entry in view.entries()}) if view is not None else []
+
+
+def origin_agent(live: Iterable[str], default_agent: str | None) -> str | None:
+    """The agent of the gateway's endpoint: ``default_agent``, else the only one of ``live``."""
+    if default_agent is not None:
+        return default_agent
+    names = set(live)
+    return names.pop() if len(names) == 1 else None
+
+
+def _unrouted(live: list[str]) -> str:
+    if not live:
+        return "no agent is live behind this gateway"
+    shown = ", ".join(live[:_NAMES_SHOWN]) + (", ..." if len(live) > _NAMES_SHOWN else "")
+    return (
+        f"the gateway's endpoint serves {len(live)} agents ({shown}) and the message names none: "
+        "name a skill of the gateway's card in metadata.skillId, or send to one agent's endpoint "
+        "/agents/<name>; the operator can route such messages to one agent (a2a gateway --default-agent)"
+    )
+
+
+def plan_for(
+    view: LocalView | None, request: SendMessageRequest, agent: str | None, default_agent: str | None = None
+) -> CallPlan:
     """The call a message asks for, resolved against the live agents of ``view``.
+
+    On the gateway's endpoint (``agent`` None) a message that names no skill and no agent
+    is planned as if it were sent to :func:`origin_agent`'s endpoint.
 
     Raises:
         A2AProtocolError: INVALID_PARAMS when no live agent or action fits;
             CONTENT_TYPE_NOT_SUPPORTED for a file part.
     """
+    if agent is None and not names_route(request.message, request.metadata):
+        live = live_agents(view)
+        agent = origin_agent(live, default_agent)
+        if agent is None:
+            raise A2AProtocolError(e.INVALID_PARAMS, _unrouted(live))
     actions: list[str] = []
     agent_meta: Mapping[str, Any] | None = None
     if agent is not None and view is not None:

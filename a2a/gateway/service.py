@@ -169,7 +169,7 @@ class GatewayService:
             raise A2AProtocolError(e.INVALID_PARAMS, "message.role: a client's message is ROLE_USER")
         if message.context_id and not valid_id(message.context_id):
             raise A2AProtocolError(e.INVALID_PARAMS, "contextId: 1-128 letters, digits or _ . : / -")
-        plan = plan_for(self.runtime.view, request, agent)
+        plan = plan_for(self.runtime.view, request, agent, self.config.default_agent)
         try:
             timeout = timeout_of(
                 [request.metadata, message.metadata], self.config.default_timeout, self.max_timeout
