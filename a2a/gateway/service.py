@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable, Coroutine
 from functools import partial
 from typing import Any
 
@@ -38,9 +39,10 @@ from transports.a2a_http import errors as e
 
 from ..core.options import CallOptions
 from ..core.runtime import Runtime
-from .auth import ANONYMOUS
 from .config import GatewayConfig
+from .durable_runs import DurableRuns, user_of
 from .follow import follow_elsewhere, follow_run
+from .listing import list_tasks
 from .mapping import (
     BadMessage,
     CallPlan,
@@ -56,9 +58,10 @@ from .mapping import (
 from .planning import plan_for
 from .runs import Run, is_done, overdue, show_progress, trimmed
 from .subscriptions import Events, Subscriptions
-from .tasks import StoredTask, TaskStore, decode_token, encode_token, parse_timestamp
+from .tasks import StoredTask, TaskStore
 
 __all__ = ["GatewayService", "Run"]
+
 
 log = logging.getLogger("a2a.gateway")
 
@@ -72,7 +75,13 @@ class GatewayService:
         self.config = config
         self.replica = runtime.id
         self.runs: dict[str, Run] = {}
-        self.max_timeout = min(config.max_timeout, runtime.settings.max_ttl)
+        self.durable = runtime.tasks.client is not None
+        """Messages run as durable tasks (the runtime keeps them): hours long, surviving replicas."""
+        settings = runtime.settings
+        self.max_timeout = (
+            settings.max_task_ttl if self.durable else min(config.max_timeout, settings.max_ttl)
+        )
+        self.durable_runs = DurableRuns(self)
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope = anyio.CancelScope(shield=True)
         self._stopping = False
@@ -176,17 +185,35 @@ class GatewayService:
             )
         except BadMessage as exc:
             raise A2AProtocolError(e.INVALID_PARAMS, str(exc)) from None
-        task_id, context_id = new_id(), message.context_id or new_id()
-        accepted = Message(
-            message_id=message.message_id,
-            context_id=context_id,
-            task_id=task_id,
-            role=message.role,
-            parts=message.parts,
-            metadata=message.metadata,
-            extensions=message.extensions,
-            reference_task_ids=message.reference_task_ids,
-        )
+        if self.durable:
+            return await self.durable_runs.send(principal, request, plan, timeout, listen)
+        self.check_capacity(principal)
+        run = await self.register(principal, message, plan, timeout, new_id(), durable=False)
+        receive = run.listen() if listen else None
+        self._tg.start_soon(self._execute, run, plan, timeout, principal)
+        return run, receive
+
+    def accepting(self) -> bool:
+        """Whether new work may start here (the replica runs and is not stopping)."""
+        return self._tg is not None and not self._stopping
+
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
+        """Run ``func(*args)`` in the replica's task group."""
+        assert self._tg is not None
+        self._tg.start_soon(func, *args)
+
+    async def register(
+        self,
+        principal: str,
+        message: Message,
+        plan: CallPlan,
+        timeout: float,
+        task_id: str,
+        durable: bool = False,
+    ) -> Run:
+        """A new task of ``message``, counted as running here and stored."""
+        context_id = message.context_id or new_id()
+        accepted = msgspec.structs.replace(message, context_id=context_id, task_id=task_id)
         task = Task(
             id=task_id,
             context_id=context_id,
@@ -194,8 +221,9 @@ class GatewayService:
             history=[accepted],
             metadata={"agent": str(plan.route), "action": plan.action, "timeoutMs": int(timeout * 1000)},
         )
-        self._check_capacity(principal)
-        stored = StoredTask(task=task, owner=principal, replica=self.replica, agent=str(plan.route))
+        stored = StoredTask(
+            task=task, owner=principal, replica=self.replica, agent=str(plan.route), durable=durable
+        )
         run = Run(stored)
         run.conversation = conversation_of(principal, context_id)
         self.runs[task_id] = run  # counted from here, so that concurrent sends see it
@@ -206,11 +234,9 @@ class GatewayService:
         except BaseException:
             del self.runs[task_id]
             raise
-        receive = run.listen() if listen else None
-        self._tg.start_soon(self._execute, run, plan, timeout, principal)
-        return run, receive
+        return run
 
-    def _check_capacity(self, principal: str) -> None:
+    def check_capacity(self, principal: str) -> None:
         """Refuse a new task when this replica, or this user on it, runs too many already."""
         if len(self.runs) >= self.config.max_running:
             raise A2AProtocolError(e.INTERNAL_ERROR, "the gateway is busy: try again later or elsewhere")
@@ -225,11 +251,11 @@ class GatewayService:
         final: TaskStatus | None = None
         try:
             with run.scope:
-                await self._change(run, status("TASK_STATE_WORKING"))
+                await self.change(run, status("TASK_STATE_WORKING"))
                 try:
                     options = CallOptions(
                         timeout=timeout,
-                        user_id=None if principal == ANONYMOUS else principal,
+                        user_id=user_of(principal),
                         conversation_id=run.conversation,
                         correlation_id=run.task.id,
                         on_progress=functools.partial(show_progress, run),
@@ -238,7 +264,7 @@ class GatewayService:
                 except A2AError as exc:
                     final = error_status(exc, shown(exc, plan.route, self.runtime.redactor.redact))
                 else:
-                    self._artifact(run, response.payload.result)
+                    self.add_artifact(run, response.payload.result)
                     final = status("TASK_STATE_COMPLETED", metadata=usage_metadata(response.payload.usage))
             if final is None:
                 reason = run.reason or "cancelled"
@@ -251,7 +277,7 @@ class GatewayService:
             with anyio.CancelScope(shield=True):
                 for attempt in range(3):  # a Redis blip must not leave the task WORKING
                     try:
-                        await self._change(run, final or status("TASK_STATE_FAILED", "the gateway stopped"))
+                        await self.change(run, final or status("TASK_STATE_FAILED", "the gateway stopped"))
                         break
                     except Exception as exc:
                         log.warning(
@@ -262,7 +288,7 @@ class GatewayService:
                 run.close()
                 run.done.set()
 
-    async def _change(self, run: Run, new: TaskStatus) -> None:
+    async def change(self, run: Run, new: TaskStatus) -> None:
         """A new state: written and published with the events that came before it, in one round trip."""
         run.stored.task.status = new
         event = StreamResponse(
@@ -274,7 +300,7 @@ class GatewayService:
         pending, run.unpublished = run.unpublished, []
         await self.store.save(run.stored, *pending, event)
 
-    def _artifact(self, run: Run, result: Any) -> None:
+    def add_artifact(self, run: Run, result: Any) -> None:
         """The result as an artifact: streamed now, stored and published with the final state."""
         artifact = result_artifact(result)
         run.stored.task.artifacts = [*run.stored.task.artifacts, artifact]
@@ -296,6 +322,10 @@ class GatewayService:
             raise A2AProtocolError(e.TASK_NOT_FOUND, f"task {task_id} not found")
         if is_done(stored.task) or task_id in self.runs:
             return stored
+        if stored.durable:  # its follower is gone (or this replica lost it): followed from here
+            if stored.replica == self.replica or not await self.store.is_alive(stored.replica):
+                return (await self.durable_runs.adopt(stored)).stored
+            return stored
         reason = None
         if overdue(stored, self.config.replica_ttl):
             reason = "the task outlived its deadline without an outcome being recorded"
@@ -313,38 +343,7 @@ class GatewayService:
 
     async def list(self, principal: str, request: ListTasksRequest, agent: str | None) -> ListTasksResponse:
         """A page of ``principal``'s tasks, newest first; on an agent's endpoint, those sent to ``agent``."""
-        try:
-            offset = decode_token(request.page_token)
-        except ValueError as exc:
-            raise A2AProtocolError(e.INVALID_PARAMS, str(exc)) from None
-        size = 50 if request.page_size is None else request.page_size  # 0 is a size, not "unset": refused
-        if not 1 <= size <= 100:
-            problem = f"pageSize must be between 1 and 100 (leave it out for 50), got {size}"
-            violation = {"field": "pageSize", "message": problem}
-            raise A2AProtocolError(e.INVALID_PARAMS, problem, {"errors": [violation]})
-        after_text = request.status_timestamp_after
-        try:
-            after = parse_timestamp(after_text) if after_text else None
-        except ValueError:
-            raise A2AProtocolError(e.INVALID_PARAMS, "statusTimestampAfter: an RFC 3339 timestamp") from None
-        state = request.status if request.status != "TASK_STATE_UNSPECIFIED" else None
-        found, total, following = await self.store.page(
-            principal,
-            offset=offset,
-            size=size,
-            context_id=request.context_id,
-            state=state,
-            after=after,
-            agent=agent,
-        )
-        tasks = []
-        for stored in found:
-            task = trimmed(stored.task, request.history_length)
-            if not request.include_artifacts and task.artifacts:
-                task = msgspec.structs.replace(task, artifacts=[])
-            tasks.append(task)
-        token = encode_token(following) if following is not None else ""
-        return ListTasksResponse(tasks=tasks, next_page_token=token, page_size=size, total_size=total)
+        return await list_tasks(self.store, principal, request, agent)
 
     async def cancel(self, principal: str, task_id: str, agent: str | None) -> Task:
         stored = await self.owned(principal, task_id, agent)
@@ -359,7 +358,10 @@ class GatewayService:
             with anyio.move_on_after(self.config.cancel_wait):
                 await run.done.wait()
             return run.task
-        await self.store.request_cancel(task_id)
+        if stored.durable:  # followed on another replica, which writes the outcome
+            await (await self.runtime.tasks.get(task_id, user_of(principal))).cancel()
+        else:
+            await self.store.request_cancel(task_id)
         with anyio.move_on_after(self.config.cancel_wait):
             while True:
                 again = await self.store.load(task_id)

@@ -49,6 +49,8 @@ class StoredTask(msgspec.Struct, rename="camel", omit_defaults=True):
     agent: str = ""
     updated: int = 0
     """Milliseconds since the epoch of the last change."""
+    durable: bool = False
+    """Run as a durable task of the same id (:mod:`a2a.gateway.durable_runs`)."""
 
 
 _encode = msgspec.json.Encoder().encode
