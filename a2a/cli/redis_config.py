@@ -17,7 +17,7 @@ Rights go by key family (``P`` = ``a2a:{<ns>}:``):
   writes its own instance hashes and set of live instances and the shared indexes; only
   the admin writes ``grants``;
 * history (``P conv:*``, ``P active:*``): read and written by every user (shared);
-* gateway tasks (``P task:*``, ``P tasks:*``, ``P gw:*``; channels ``P task-events:*``,
+* gateway tasks (``P task:*``, ``P task-log:*``, ``P tasks:*``, ``P gw:*``; channels ``P task-events:*``,
   ``P gw-cancel``): the ``gateway`` user only;
 * sessions (``P session:*``, ``P sessions:*``, ``P session-policy:*``, ``-rate:*``,
   ``-calls:*``, ``-audit:*``; channel ``P session-events``): the ``session`` and
@@ -154,7 +154,10 @@ CLIENT_COMMANDS = tuple(
 )
 """A runtime that hosts no agent: it follows the registry and keeps history, never registers."""
 GATEWAY_USER = "gateway"
-_TASKS = ("set", "get", "mget", "zadd", "zcard", "zrevrange", "zremrangebyscore", "pexpire", "exists", "del")
+_TASKS = (
+    *("set", "get", "mget", "zadd", "zcard", "zrevrange", "zremrangebyscore", "pexpire", "exists", "del"),
+    *("rpush", "lrange", "ltrim"),  # the log of a task's stream events
+)
 GATEWAY_COMMANDS = tuple(dict.fromkeys((*CLIENT_COMMANDS, *_TASKS, "publish")))
 """A client that also keeps A2A tasks (``a2a.gateway.tasks``) and shares them with its replicas."""
 SESSION_USERS = ("session", "console")
@@ -230,7 +233,14 @@ def gateway_rules(namespace: str) -> list[str]:
     """ACL rules of the A2A gateway: a client's, plus its tasks, replica keys and task channels."""
     keys = RegistryKeys(namespace)
     p = keys.prefix
-    tasks = [f"~{p}task:*", f"~{p}tasks:*", f"~{p}gw:*", f"&{p}task-events:*", f"&{p}gw-cancel"]
+    tasks = [
+        f"~{p}task:*",
+        f"~{p}task-log:*",
+        f"~{p}tasks:*",
+        f"~{p}gw:*",
+        f"&{p}task-events:*",
+        f"&{p}gw-cancel",
+    ]
     return [*_commands(GATEWAY_COMMANDS), *_follower(keys), *tasks]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 from bus.errors import A2AError
@@ -22,6 +21,7 @@ from transports.a2a_http.jsonrpc import Operation
 from .follow import events_of
 from .runs import snapshot, trimmed
 from .service import GatewayService
+from .subscriptions import Events
 
 __all__ = ["stream", "unary"]
 
@@ -75,21 +75,27 @@ async def _unary(
 
 
 async def stream(
-    service: GatewayService, op: Operation, request: Any, principal: str, agent: str | None
-) -> AsyncIterator[StreamResponse | None]:
+    service: GatewayService,
+    op: Operation,
+    request: Any,
+    principal: str,
+    agent: str | None,
+    after: int | None = None,
+) -> Events:
     """The events of a streaming operation; errors before the first event raise here, at once.
+    ``after``: the number of the last event a resuming client got (``SubscribeToTask``).
 
     ``None`` in the stream is a keep-alive: nothing happened for a while.
     """
     try:
-        return await _stream(service, op, request, principal, agent)
+        return await _stream(service, op, request, principal, agent, after)
     except A2AError as exc:
         raise _unavailable(exc) from None
 
 
 async def _stream(
-    service: GatewayService, op: Operation, request: Any, principal: str, agent: str | None
-) -> AsyncIterator[StreamResponse | None]:
+    service: GatewayService, op: Operation, request: Any, principal: str, agent: str | None, after: int | None
+) -> Events:
     if op is Operation.SEND_STREAMING_MESSAGE:
         assert isinstance(request, SendMessageRequest)
         run, receive = await service.send(principal, request, agent=agent, listen=True)
@@ -97,5 +103,5 @@ async def _stream(
         return events_of(StreamResponse(task=snapshot(run.task)), receive)
     if op is Operation.SUBSCRIBE_TO_TASK:
         assert isinstance(request, SubscribeToTaskRequest)
-        return await service.subscribe(principal, request.id, agent)
+        return await service.subscribe(principal, request.id, agent, after)
     raise A2AProtocolError(e.METHOD_NOT_FOUND)

@@ -17,19 +17,18 @@ from typing import Any, Protocol
 
 import anyio
 import msgspec
-from anyio.streams.memory import MemoryObjectReceiveStream
 
 from bus.durable import TaskOutcome
 from bus.errors import A2AError, Unavailable, error_from_info
 from bus.ids import new_id
-from transports.a2a_http import Message, SendMessageRequest, StreamResponse, TaskStatus
+from transports.a2a_http import Message, SendMessageRequest, TaskStatus
 
 from ..core.options import CallOptions
 from ..core.runtime import Runtime
 from ..core.task_handle import Task as Handle
 from .auth import ANONYMOUS
 from .mapping import CallPlan, conversation_of, error_status, shown, status, usage_metadata
-from .runs import Run, is_done, show_progress
+from .runs import Receiving, Run, is_done, show_progress
 from .tasks import StoredTask, TaskStore
 
 __all__ = ["MESSAGE_KEY", "DurableRuns", "ended_status", "follow_durable", "user_of"]
@@ -41,7 +40,6 @@ MESSAGE_KEY = "a2a-message:"
 
 Change = Callable[[Run, TaskStatus], Awaitable[None]]
 Artifact = Callable[[Run, Any], None]
-Receiving = MemoryObjectReceiveStream[StreamResponse]
 
 
 def user_of(principal: str) -> str | None:

@@ -17,12 +17,15 @@ from transports.a2a_http.versions import request_version, version_compatible
 
 from .auth import Authenticator, AuthError
 from .service import GatewayService
+from .subscriptions import Events
+from .tasks import Numbered
 
 __all__ = [
     "MAX_DEPTH",
     "Served",
     "check_depth",
     "check_version",
+    "last_event_id",
     "principal_or_401",
     "read_body",
     "sse_response",
@@ -102,16 +105,23 @@ def principal_or_401(request: Request, auth: Authenticator) -> str | Response:
 
 
 def sse_response(
-    events: AsyncIterator[StreamResponse | None],
+    events: Events,
     frame: Callable[[StreamResponse], bytes],
     failed: Callable[[A2AProtocolError], bytes],
 ) -> StreamingResponse:
-    """An SSE response: one ``frame`` per event, a comment for each keep-alive, ``failed`` on an error."""
+    """An SSE response: one ``frame`` per event (a numbered one with its number as ``id``, the
+    cursor a client resumes after: ``Last-Event-ID``), a comment for each keep-alive,
+    ``failed`` on an error."""
 
     async def body() -> AsyncIterator[bytes]:
         try:
             async for event in events:
-                yield format_comment("ping") if event is None else frame(event)
+                if event is None:
+                    yield format_comment("ping")
+                elif isinstance(event, Numbered):
+                    yield b"id: %d\n" % event.seq + frame(event.event)
+                else:
+                    yield frame(event)
         except A2AProtocolError as exc:
             yield failed(exc)
         except Exception as exc:  # Redis away mid-stream, and the like: end with an error event
@@ -123,6 +133,23 @@ def sse_response(
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
+
+
+def last_event_id(request: Request) -> int | None:
+    """The cursor a resuming stream asks for: the ``Last-Event-ID`` header (the number of the
+    last event the client got), or None.
+
+    Raises:
+        A2AProtocolError: INVALID_PARAMS for one that is not an event number of this gateway.
+    """
+    value = request.headers.get("last-event-id")
+    if value is None or value == "":
+        return None
+    if not value.isdigit() or len(value) > 12:
+        raise A2AProtocolError(
+            e.INVALID_PARAMS, "Last-Event-ID: the number of an event of this task's stream"
+        )
+    return int(value)
 
 
 def check_version(request: Request, expected: str) -> None:

@@ -32,7 +32,15 @@ from transports.a2a_http.versions import (
 )
 
 from . import dispatch
-from .http_common import Served, check_depth, check_version, principal_or_401, read_body, sse_response
+from .http_common import (
+    Served,
+    check_depth,
+    check_version,
+    last_event_id,
+    principal_or_401,
+    read_body,
+    sse_response,
+)
 
 __all__ = ["handle_jsonrpc"]
 
@@ -72,7 +80,7 @@ async def handle_jsonrpc(request: Request, served: Served, agent: str | None) ->
         op = method.operation
         with service.runtime.telemetry.server_span(f"A2A {op.value}", request.headers):
             if op.streaming:
-                events = await dispatch.stream(service, op, params, principal, agent)
+                events = await dispatch.stream(service, op, params, principal, agent, last_event_id(request))
                 return _stream(events, request_id, method)
             result = await dispatch.unary(service, op, params, principal, agent)
         if method.legacy:

@@ -26,7 +26,15 @@ from transports.a2a_http.versions import (
 )
 
 from . import dispatch
-from .http_common import Served, check_depth, check_version, principal_or_401, read_body, sse_response
+from .http_common import (
+    Served,
+    check_depth,
+    check_version,
+    last_event_id,
+    principal_or_401,
+    read_body,
+    sse_response,
+)
 
 __all__ = ["handle_rest"]
 
@@ -71,7 +79,7 @@ async def handle_rest(
         service = served.service
         with service.runtime.telemetry.server_span(f"A2A {op.value}", request.headers):
             if op.streaming:
-                events = await dispatch.stream(service, op, params, principal, agent)
+                events = await dispatch.stream(service, op, params, principal, agent, last_event_id(request))
                 return sse_response(events, _frame, _failed)
             result = await dispatch.unary(service, op, params, principal, agent)
         return Response(codec.encode(result), media_type=A2A_JSON_MEDIA_TYPE)

@@ -24,12 +24,15 @@ from transports.a2a_http import (
 
 from ..stores.audit import AuditRecord
 from .mapping import now_rfc3339, status
-from .tasks import StoredTask
+from .tasks import Numbered, StoredTask
 
 __all__ = ["Run", "is_done", "is_final", "overdue", "show_hop", "show_progress", "snapshot", "trimmed"]
 
 _STREAM_BUFFER = 256
-Receiving = MemoryObjectReceiveStream[StreamResponse]
+Event = StreamResponse | Numbered
+"""A stream event: numbered when the task's log keeps it (progress, states, artifacts), bare
+when not (the hops below the task's call)."""
+Receiving = MemoryObjectReceiveStream[Event]
 """A stream's receiving end."""
 
 
@@ -72,14 +75,14 @@ class Run:
         self.stored = stored
         self.scope = anyio.CancelScope()
         self.done = anyio.Event()
-        self.listeners: dict[Receiving, MemoryObjectSendStream[StreamResponse]] = {}
+        self.listeners: dict[Receiving, MemoryObjectSendStream[Event]] = {}
         """Each stream's receiving end, and the end that events are sent to."""
         self.closed = False
         self.conversation = ""
         """The bus conversation of the call (the task's context, scoped to its owner)."""
         self.known = {stored.task.id}
         """Ids of the calls in this task's tree seen so far: the task id names the first one."""
-        self.unpublished: list[StreamResponse] = []
+        self.unpublished: list[Numbered] = []
         """Events streamed here but not yet published to other replicas (they go with the next save)."""
         self.reason: str | None = None
         """Why the call was cancelled, when it was."""
@@ -90,7 +93,7 @@ class Run:
 
     def listen(self) -> Receiving:
         """The events emitted from now on (none once the run has ended: the stream ends at once)."""
-        send, receive = anyio.create_memory_object_stream[StreamResponse](_STREAM_BUFFER)
+        send, receive = anyio.create_memory_object_stream[Event](_STREAM_BUFFER)
         if self.closed:
             send.close()
         else:
@@ -104,7 +107,12 @@ class Run:
             send.close()
         receive.close()
 
-    def emit(self, event: StreamResponse) -> None:
+    def numbered(self, event: StreamResponse) -> Numbered:
+        """``event`` with the next number of the task's log."""
+        self.stored.seq += 1
+        return Numbered(self.stored.seq, event)
+
+    def emit(self, event: Event) -> None:
         for receive, send in list(self.listeners.items()):
             try:
                 send.send_nowait(event)
@@ -144,12 +152,13 @@ def show_hop(runs: Iterable[Run], record: AuditRecord, text: str, metadata: dict
 
 def show_progress(run: Run, update: Any) -> None:
     """A progress update of the task's call (:meth:`a2a.Context.progress`): a working status
-    update on its streams (not stored), a text part for a string, else a data part."""
+    update on its streams, logged with the next change of state (the task keeps its state);
+    a text part for a string, else a data part."""
     if is_done(run.task):
         return
     part = Part(text=update) if isinstance(update, str) else Part(data=update)
     message = Message(message_id=new_id(), role="ROLE_AGENT", parts=[part], metadata={"progress": True})
-    run.emit(
+    numbered = run.numbered(
         StreamResponse(
             status_update=TaskStatusUpdateEvent(
                 task_id=run.task.id,
@@ -158,3 +167,5 @@ def show_progress(run: Run, update: Any) -> None:
             )
         )
     )
+    run.emit(numbered)
+    run.unpublished.append(numbered)

@@ -18,7 +18,6 @@ from typing import Any
 import anyio
 import anyio.abc
 import msgspec
-from anyio.streams.memory import MemoryObjectReceiveStream
 
 from bus.errors import A2AError, Unavailable
 from bus.ids import new_id
@@ -56,7 +55,7 @@ from .mapping import (
     valid_id,
 )
 from .planning import plan_for
-from .runs import Run, is_done, overdue, show_progress, trimmed
+from .runs import Receiving, Run, is_done, overdue, show_progress, trimmed
 from .subscriptions import Events, Subscriptions
 from .tasks import StoredTask, TaskStore
 
@@ -158,7 +157,7 @@ class GatewayService:
 
     async def send(
         self, principal: str, request: SendMessageRequest, *, agent: str | None, listen: bool
-    ) -> tuple[Run, MemoryObjectReceiveStream[StreamResponse] | None]:
+    ) -> tuple[Run, Receiving | None]:
         """Accept a message: a new task whose call starts now.
 
         Raises:
@@ -296,9 +295,10 @@ class GatewayService:
                 task_id=run.task.id, context_id=run.task.context_id, status=new
             )
         )
-        run.emit(event)
+        numbered = run.numbered(event)
+        run.emit(numbered)
         pending, run.unpublished = run.unpublished, []
-        await self.store.save(run.stored, *pending, event)
+        await self.store.save(run.stored, *pending, numbered)
 
     def add_artifact(self, run: Run, result: Any) -> None:
         """The result as an artifact: streamed now, stored and published with the final state."""
@@ -309,8 +309,9 @@ class GatewayService:
                 task_id=run.task.id, context_id=run.task.context_id, artifact=artifact, last_chunk=True
             )
         )
-        run.emit(event)
-        run.unpublished.append(event)
+        numbered = run.numbered(event)
+        run.emit(numbered)
+        run.unpublished.append(numbered)
 
     # -- tasks -----------------------------------------------------------------------
 
@@ -370,8 +371,11 @@ class GatewayService:
                 await anyio.sleep(0.05)
         return (await self.store.load(task_id) or stored).task
 
-    async def subscribe(self, principal: str, task_id: str, agent: str | None) -> Events:
-        """The task now, then its events until it ends (from this replica or any other).
+    async def subscribe(
+        self, principal: str, task_id: str, agent: str | None, after: int | None = None
+    ) -> Events:
+        """The task now, then its events until it ends (from this replica or any other); with
+        ``after`` (the number of the last event a client got), the logged events after it first.
 
         Raises:
             A2AProtocolError: not the principal's task (or not ``agent``'s), ended, or over a
@@ -384,6 +388,8 @@ class GatewayService:
             )
         run = self.runs.get(task_id)
         if run is not None:
-            return self.subscriptions.open(principal, task_id, follow_run(run), elsewhere=False)
-        events = follow_elsewhere(self.store, stored, partial(self.owned, stored.owner))
+            return self.subscriptions.open(
+                principal, task_id, follow_run(run, self.store, after), elsewhere=False
+            )
+        events = follow_elsewhere(self.store, stored, partial(self.owned, stored.owner), after)
         return self.subscriptions.open(principal, task_id, events, elsewhere=True)

@@ -20,10 +20,12 @@ from collections.abc import AsyncIterator, Callable
 from transports.a2a_http import A2AProtocolError, StreamResponse
 from transports.a2a_http import errors as e
 
+from .tasks import Numbered
+
 __all__ = ["Events", "Subscriptions"]
 
-Events = AsyncIterator[StreamResponse | None]
-"""A stream's events; ``None`` is a keep-alive."""
+Events = AsyncIterator[StreamResponse | Numbered | None]
+"""A stream's events (numbered when the task's log keeps them); ``None`` is a keep-alive."""
 
 
 class Subscriptions:

@@ -3,12 +3,14 @@
 Keys (the namespace's hash tag keeps them in one Redis Cluster slot):
 
     a2a:{ns}:task:<taskId>        the task (1.0 JSON), its owner and the replica running it
+    a2a:{ns}:task-log:<taskId>    its stream events so far, each "<n> <JSON>" (n = 1, 2, ...)
     a2a:{ns}:tasks:<owner>        sorted set of the owner's task ids by last update (ms)
     a2a:{ns}:gw:<replica>         present while that replica is alive (refreshed, expiring)
 
 Channels:
 
-    a2a:{ns}:task-events:<taskId> every stream event of the task, for subscribers on any replica
+    a2a:{ns}:task-events:<taskId> every stream event of the task as it is logged, for subscribers
+                                  on any replica
     a2a:{ns}:gw-cancel            "cancel this task": the replica running it cancels its call
 
 A task is written on every change of state, so a replica that restarts, or another one
@@ -24,7 +26,7 @@ import datetime
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import redis.asyncio as aioredis
@@ -33,9 +35,11 @@ from discovery.errors import redis_errors
 from discovery.registry import RegistryKeys
 from transports.a2a_http import StreamResponse, Task
 
-__all__ = ["StoredTask", "TaskStore"]
+__all__ = ["Numbered", "StoredTask", "TaskStore"]
 
 _MAX_PAGE = 100
+MAX_LOG = 1000
+"""Stream events a task's log keeps (the newest)."""
 MAX_FILTERED = 2000
 """Newest tasks of an owner that a filtered ``ListTasks`` looks through."""
 
@@ -51,6 +55,15 @@ class StoredTask(msgspec.Struct, rename="camel", omit_defaults=True):
     """Milliseconds since the epoch of the last change."""
     durable: bool = False
     """Run as a durable task of the same id (:mod:`a2a.gateway.durable_runs`)."""
+    seq: int = 0
+    """Stream events numbered so far: the next one is ``seq + 1``."""
+
+
+class Numbered(NamedTuple):
+    """A stream event and its number in the task's log (its SSE ``id``)."""
+
+    seq: int
+    event: StreamResponse
 
 
 _encode = msgspec.json.Encoder().encode
@@ -76,21 +89,37 @@ class TaskStore:
     def events_channel(self, task_id: str) -> str:
         return f"{self.prefix}task-events:{task_id}"
 
+    def _log(self, task_id: str) -> str:
+        return f"{self.prefix}task-log:{task_id}"
+
     def _replica(self, replica: str) -> str:
         return f"{self.prefix}gw:{replica}"
 
-    async def save(self, stored: StoredTask, *events: StreamResponse) -> None:
-        """Write the task, index it under its owner and publish ``events``: one round trip."""
+    async def save(self, stored: StoredTask, *events: Numbered) -> None:
+        """Write the task, index it under its owner, log and publish ``events``: one round trip."""
         stored.updated = now = int(time.time() * 1000)
+        task_id = stored.task.id
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.set(self._task(stored.task.id), _encode(stored), px=self.ttl_ms)
-            pipe.zadd(self._owned(stored.owner), {stored.task.id: now})
+            pipe.set(self._task(task_id), _encode(stored), px=self.ttl_ms)
+            pipe.zadd(self._owned(stored.owner), {task_id: now})
             pipe.zremrangebyscore(self._owned(stored.owner), 0, now - self.ttl_ms)
             pipe.pexpire(self._owned(stored.owner), self.ttl_ms)
-            for event in events:
-                pipe.publish(self.events_channel(stored.task.id), _encode(event))
+            if events:
+                lines = [b"%d %s" % (seq, _encode(event)) for seq, event in events]
+                pipe.rpush(self._log(task_id), *lines)
+                pipe.ltrim(self._log(task_id), -MAX_LOG, -1)
+                pipe.pexpire(self._log(task_id), self.ttl_ms)
+                for line in lines:
+                    pipe.publish(self.events_channel(task_id), line)
             with redis_errors("save task"):
                 await pipe.execute()
+
+    async def events_after(self, task_id: str, after: int) -> list[Numbered]:
+        """The task's logged events numbered after ``after``, in order."""
+        with redis_errors("read task events"):
+            lines = await self.redis.lrange(self._log(task_id), 0, -1)
+        found = (self.decode_event(line) for line in lines)
+        return sorted((n for n in found if n is not None and n.seq > after), key=lambda n: n.seq)
 
     async def load(self, task_id: str) -> StoredTask | None:
         """The task, or None when unknown, expired or unreadable (a corrupt entry is not a task)."""
@@ -193,9 +222,17 @@ class TaskStore:
             await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     @staticmethod
-    def decode_event(raw: Any) -> StreamResponse | None:
+    def decode_event(raw: Any) -> Numbered | None:
+        """A logged or published event (``b"<n> <JSON>"``), or None for anything else."""
+        if isinstance(raw, str):
+            raw = raw.encode()
+        if not isinstance(raw, bytes):
+            return None
+        number, _, data = raw.partition(b" ")
+        if not number.isdigit() or len(number) > 12:
+            return None
         try:
-            return _decode_event(raw)
+            return Numbered(int(number), _decode_event(data))
         except (msgspec.DecodeError, TypeError):
             return None
 

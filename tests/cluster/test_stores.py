@@ -16,7 +16,7 @@ import pytest
 from redis.asyncio import Redis
 
 from a2a.cli.redis_config import load_functions
-from a2a.gateway.tasks import StoredTask, TaskStore
+from a2a.gateway.tasks import Numbered, StoredTask, TaskStore
 from a2a.sessions import Session
 from a2a.sessions.policy import PolicyStore, SharedCallPolicy
 from a2a.sessions.store import AuditEntry, SessionStore
@@ -294,7 +294,8 @@ async def test_gateway_task_store(client: Redis, namespace: str) -> None:
         await tasks.save(StoredTask(task=task("t2", "TASK_STATE_WORKING"), owner="alice", replica="r1"))
         await anyio.sleep(0.002)  # tasks are listed by the millisecond of their last change
         await tasks.save(
-            StoredTask(task=task("t1", "TASK_STATE_COMPLETED"), owner="alice", replica="r1"), event
+            StoredTask(task=task("t1", "TASK_STATE_COMPLETED"), owner="alice", replica="r1"),
+            Numbered(1, event),
         )
         await tasks.request_cancel("t2")
         received = []
@@ -303,7 +304,12 @@ async def test_gateway_task_store(client: Redis, namespace: str) -> None:
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1)
                 if message is not None:
                     received.append((message["channel"], message["data"]))
-    assert (tasks.events_channel("t1"), event) == (received[0][0], TaskStore.decode_event(received[0][1]))
+    assert (tasks.events_channel("t1"), Numbered(1, event)) == (
+        received[0][0],
+        TaskStore.decode_event(received[0][1]),
+    )
+    assert await tasks.events_after("t1", 0) == [Numbered(1, event)]  # and logged
+    assert await tasks.events_after("t1", 1) == []
     assert received[1] == (tasks.cancel_channel, "t2")
     loaded = await tasks.load("t1")
     assert loaded is not None and loaded.task.status.state == "TASK_STATE_COMPLETED"
