@@ -124,10 +124,10 @@ def _agent(request: Request) -> str | None:
 
 
 def _jwks(signer: CardSigner) -> Any:
-    body = JSONResponse(signer.jwks(), headers={"Cache-Control": "max-age=300"})
+    keys = signer.jwks()
 
     async def endpoint(request: Request) -> Response:
-        return body
+        return JSONResponse(keys, headers={"Cache-Control": "max-age=300"})
 
     return endpoint
 
