@@ -57,6 +57,19 @@ def add_gateway_parser(
     p.add_argument("--jwt-audience", help="required 'aud' of bearer JWTs")
     p.add_argument("--jwt-issuer", help="required 'iss' of bearer JWTs")
     p.add_argument(
+        "--card-key",
+        type=Path,
+        metavar="PEM",
+        help="unencrypted PEM private key that signs every agent card served (a detached JWS in "
+        "'signatures': EC P-256/384/521 -> ES256/384/512, Ed25519 -> EdDSA, RSA -> RS256); its public "
+        "key is served as a JWKS at /.well-known/jwks.json, named by the signatures' 'jku'",
+    )
+    p.add_argument(
+        "--card-key-id",
+        metavar="KID",
+        help="the 'kid' of the card signatures (default: the key's RFC 7638 thumbprint)",
+    )
+    p.add_argument(
         "--timeout", type=seconds, default=60.0, help="a call's deadline when the client gives none"
     )
     p.add_argument("--max-timeout", type=seconds, default=600.0, help="the most a client may ask for")
@@ -78,13 +91,17 @@ def add_gateway_parser(
 
 
 def cmd_gateway(args: argparse.Namespace) -> int:
-    from ..gateway import Authenticator, GatewayConfig, JwtConfig, serve_gateway
+    from ..gateway import Authenticator, CardSigner, GatewayConfig, JwtConfig, serve_gateway
 
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be between 0 and 65535", status=2)
     if args.origin_card == "agent" and args.default_agent is None:
         raise CommandError("--origin-card agent serves the --default-agent's card: name one", status=2)
+    if args.card_key_id is not None and args.card_key is None:
+        raise CommandError("--card-key-id names the key of --card-key: give one", status=2)
     settings = settings_from(args)
+    # ValueError: exit 2, naming the file
+    signer = CardSigner.from_file(args.card_key, args.card_key_id) if args.card_key else None
     jwt = None
     if args.jwt_key or args.jwt_secret or args.jwks:
         jwt = JwtConfig(
@@ -119,6 +136,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
                         port=args.port,
                         config=config,
                         auth=auth,
+                        card_signer=signer,
                         task_status=task_status,
                     )
                 )

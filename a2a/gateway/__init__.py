@@ -11,5 +11,6 @@ from .app import serve_gateway as serve_gateway
 from .auth import Authenticator as Authenticator
 from .auth import JwtConfig as JwtConfig
 from .config import GatewayConfig as GatewayConfig
+from .signing import CardSigner as CardSigner
 
-__all__ = ["Authenticator", "GatewayConfig", "JwtConfig", "create_app", "serve_gateway"]
+__all__ = ["Authenticator", "CardSigner", "GatewayConfig", "JwtConfig", "create_app", "serve_gateway"]

@@ -7,6 +7,7 @@ Endpoints (``<base>`` is the gateway's root, or ``/agents/<name>`` for one agent
     POST <base>                                       JSON-RPC, 1.0 and 0.3 method names
     POST <base>/message:send | message:stream         HTTP+JSON 1.0
     GET  <base>/tasks/<id> | /tasks                   ...and the rest of the 1.0 routes
+    GET  /.well-known/jwks.json                       the public key signing the cards (with a signer)
     GET  /healthz                                     liveness
 
 A trailing slash names the same resource (``/agents/echo/`` is ``/agents/echo``): it is
@@ -15,6 +16,9 @@ served in place, never redirected, since clients do not follow a redirect of a P
 On the root, a message that names no skill and no agent goes to the default agent
 (``GatewayConfig.default_agent``, else the only live agent), as if it were sent to
 ``/agents/<name>``; with ``origin_card="agent"`` the root's card is that agent's card.
+
+With a :class:`~a2a.gateway.signing.CardSigner` (``a2a gateway --card-key``) every card
+carries a detached JWS in ``signatures`` and the JWKS names its public key.
 
 Run it with :func:`serve_gateway` (or ``a2a gateway``); :func:`create_app` gives the bare
 ASGI app for another server.
@@ -51,13 +55,14 @@ from ..core.runtime import Runtime
 from ..stores.audit import decode_records
 from ..web import ReadLimits, bind_socket, serve_app
 from .auth import Authenticator
-from .cards import agent_card, card_body, gateway_card, profiles_by_name
+from .cards import agent_card, gateway_card, profiles_by_name
 from .config import GatewayConfig
 from .http_common import Served
 from .http_jsonrpc import handle_jsonrpc
 from .http_rest import handle_rest
 from .runs import show_hop
 from .service import GatewayService
+from .signing import JWKS_PATH, CardSigner, SignedCards
 from .tasks import TaskStore
 
 __all__ = ["create_app", "serve_gateway"]
@@ -118,6 +123,15 @@ def _agent(request: Request) -> str | None:
         return ""
 
 
+def _jwks(signer: CardSigner) -> Any:
+    keys = signer.jwks()
+
+    async def endpoint(request: Request) -> Response:
+        return JSONResponse(keys, headers={"Cache-Control": "max-age=300"})
+
+    return endpoint
+
+
 def bound_url(host: str, port: int) -> str:
     """The base URL of a gateway bound to ``host``:``port`` (a wildcard address names this machine)."""
     if host in ("", "0.0.0.0", "::"):
@@ -128,11 +142,17 @@ def bound_url(host: str, port: int) -> str:
 
 
 def create_app(
-    served: Served, runtime: Runtime, config: GatewayConfig, *, base_url: str | None = None
+    served: Served,
+    runtime: Runtime,
+    config: GatewayConfig,
+    *,
+    base_url: str | None = None,
+    card_signer: CardSigner | None = None,
 ) -> Starlette:
     """The ASGI app serving ``served`` (the service must be running).
 
-    Cards name ``config.public_url``, else ``base_url`` (where the server is bound).
+    Cards name ``config.public_url``, else ``base_url`` (where the server is bound);
+    ``card_signer`` signs them.
 
     Raises:
         ValueError: neither is given.
@@ -140,6 +160,7 @@ def create_app(
     url = (config.public_url or base_url or "").rstrip("/")
     if not url:
         raise ValueError("the gateway's cards need a URL: set public_url")
+    card_body = SignedCards(card_signer, jku=url + JWKS_PATH)
 
     def card_response(request: Request, body: bytes, etag: str) -> Response:
         headers = {"ETag": etag, "Cache-Control": "max-age=10"}
@@ -191,6 +212,7 @@ def create_app(
 
     routes = [
         Route("/.well-known/agent-card.json", own_card, methods=["GET"]),
+        *([Route(JWKS_PATH, _jwks(card_signer), methods=["GET"])] if card_signer else []),
         Route("/agents/{agent}/.well-known/agent-card.json", one_card, methods=["GET"]),
         Route("/healthz", health, methods=["GET"]),
         Route("/", jsonrpc, methods=["POST"]),
@@ -238,11 +260,13 @@ async def serve_gateway(
     port: int = 8080,
     config: GatewayConfig | None = None,
     auth: Authenticator | None = None,
+    card_signer: CardSigner | None = None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the bus agents of ``runtime`` over A2A until cancelled; reports the bound port.
 
-    The runtime must be open and have a registry (tasks live in Redis).
+    The runtime must be open and have a registry (tasks live in Redis). ``card_signer``
+    signs the agent cards and has its public key served at ``/.well-known/jwks.json``.
     """
     config = config or GatewayConfig()
     auth = auth or Authenticator()
@@ -258,7 +282,7 @@ async def serve_gateway(
     bound = sock.getsockname()[1]
     if config.public_url is None and host in ("", "0.0.0.0", "::"):
         log.warning("the gateway listens on every address: set its public URL, which cards name")
-    app = create_app(served, runtime, config, base_url=bound_url(host, bound))
+    app = create_app(served, runtime, config, base_url=bound_url(host, bound), card_signer=card_signer)
     # Told to stop, the server serves on while the service lets its running tasks end.
     serve = partial(serve_app, app, sock, limits=limits, before_stop=partial(service.stop, config.stop_grace))
     subscription = None

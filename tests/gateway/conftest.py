@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from a2a import Agent, Runtime, Settings
-from a2a.gateway import Authenticator, GatewayConfig, serve_gateway
+from a2a.gateway import Authenticator, CardSigner, GatewayConfig, serve_gateway
 
 from .agents import chain, echo, front, slow
 
@@ -183,7 +183,11 @@ async def runtime_serving(
 
 @asynccontextmanager
 async def gateway_on(
-    runtime: Runtime, *, auth: Authenticator | None = None, config: GatewayConfig | None = None
+    runtime: Runtime,
+    *,
+    auth: Authenticator | None = None,
+    config: GatewayConfig | None = None,
+    card_signer: CardSigner | None = None,
 ) -> AsyncIterator[Gateway]:
     """A gateway over ``runtime`` on a free port, stopped on exit."""
     async with anyio.create_task_group() as tg:
@@ -194,6 +198,7 @@ async def gateway_on(
                 port=0,
                 config=config or GatewayConfig(default_timeout=10),
                 auth=auth or Authenticator(),
+                card_signer=card_signer,
             )
         )
         url = f"http://127.0.0.1:{port}"
