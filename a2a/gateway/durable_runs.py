@@ -28,7 +28,7 @@ from ..core.runtime import Runtime
 from ..core.task_handle import Task as Handle
 from .auth import ANONYMOUS
 from .mapping import CallPlan, conversation_of, error_status, shown, status, usage_metadata
-from .runs import Receiving, Run, is_done, show_progress
+from .runs import Receiving, Run, is_done, note_question, show_progress
 from .tasks import StoredTask, TaskStore
 
 __all__ = ["MESSAGE_KEY", "DurableRuns", "ended_status", "follow_durable", "user_of"]
@@ -119,6 +119,19 @@ class DurableRuns:
         host.start_soon(self.follow, run, handle)
         return run, receive
 
+    async def resume(self, run: Run, plan: CallPlan, timeout: float, message_id: str) -> None:
+        """Submit the next turn of ``run``'s task (keyed by the follow-up message's id) and follow it."""
+        host, stored = self.host, run.stored
+        options = CallOptions(
+            timeout=timeout, user_id=user_of(stored.owner), conversation_id=run.conversation
+        )
+        handle = await host.runtime.tasks.submit(
+            plan.route, plan.action, plan.params, options, key=MESSAGE_KEY + message_id
+        )
+        stored.turn = handle.id
+        await host.change(run, stored.task.status)
+        host.start_soon(self.follow, run, handle)
+
     async def adopt(self, stored: StoredTask) -> Run:
         """Follow a durable task whose follower is gone (or write how it ended, if it did)."""
         host = self.host
@@ -128,7 +141,7 @@ class DurableRuns:
             run.close()
             run.done.set()
             return run
-        handle = await host.runtime.tasks.get(stored.task.id, user_of(stored.owner))
+        handle = await host.runtime.tasks.get(stored.turn or stored.task.id, user_of(stored.owner))
         outcome = await handle.peek()
         if outcome is None and host.accepting():
             stored.replica = host.replica
@@ -139,7 +152,7 @@ class DurableRuns:
         if outcome is not None:
             if outcome.state == "completed":
                 host.add_artifact(run, outcome.result)
-            await host.change(run, ended_status(outcome, stored.agent, self._redact))
+            await host.change(run, ended_status(outcome, stored, self._redact))
         run.close()
         run.done.set()
         return run
@@ -155,14 +168,16 @@ class DurableRuns:
             run.done.set()
 
 
-def ended_status(outcome: TaskOutcome, route: object, redact: Callable[[str], str]) -> TaskStatus:
-    """The A2A status of a durable task that ended as ``outcome`` (the result is the artifact)."""
+def ended_status(outcome: TaskOutcome, stored: StoredTask, redact: Callable[[str], str]) -> TaskStatus:
+    """The A2A status of a durable task that ended as ``outcome`` (the result is the artifact;
+    a question is noted in ``stored``)."""
     if outcome.state == "completed":
         return status("TASK_STATE_COMPLETED", metadata=usage_metadata(outcome.usage))
     if outcome.error is None:
         return status("TASK_STATE_FAILED", f"the task ended {outcome.state}")
     error = error_from_info(outcome.error)
-    return error_status(error, shown(error, route, redact))
+    note_question(stored, error)
+    return error_status(error, shown(error, stored.agent, redact))
 
 
 async def follow_durable(
@@ -171,7 +186,6 @@ async def follow_durable(
     """Follow ``handle`` for ``run`` until it ends, and write how it ended. Returns False when
     this replica stopped following first (``run.scope`` cancelled without ``run.reason`` of a
     client's cancel): the task goes on, for another replica to adopt."""
-    route = run.stored.agent
     ended: list[TaskOutcome] = []
     with run.scope:
         if run.task.status.state != "TASK_STATE_WORKING":
@@ -189,7 +203,7 @@ async def follow_durable(
     if outcome.state == "completed":
         artifact(run, outcome.result)
     with anyio.CancelScope(shield=True):
-        await change(run, ended_status(outcome, route, redact))
+        await change(run, ended_status(outcome, run.stored, redact))
     return True
 
 

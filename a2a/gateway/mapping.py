@@ -55,11 +55,13 @@ __all__ = [
     "BadMessage",
     "CallPlan",
     "UnsupportedContent",
+    "answer_of",
     "error_status",
     "names_route",
     "now_rfc3339",
     "plan_call",
     "result_artifact",
+    "resume_of",
     "status",
     "timeout_of",
 ]
@@ -202,6 +204,27 @@ def plan_call(
     return CallPlan(by_capability(skill), "", _params(message, data))
 
 
+def answer_of(message: Message) -> Any:
+    """What a follow-up message answers an agent's question with: its text, else its first
+    data part's object."""
+    text = _texts(message.parts)
+    if text:
+        return text
+    objects = _data_objects(message.parts)
+    if not objects:
+        raise BadMessage("a follow-up message answers with text or a data part")
+    return objects[0]
+
+
+def resume_of(error: A2AError) -> dict[str, Any] | None:
+    """The parameters that continue an agent's work after its INPUT_REQUIRED (its details'
+    ``resume``), or None for another error."""
+    if error.code != "INPUT_REQUIRED":
+        return None
+    resume = (error.details or {}).get("resume")
+    return dict(resume) if isinstance(resume, dict) else {}
+
+
 def valid_id(value: str) -> bool:
     """Ids the gateway accepts from clients (context ids become conversation ids)."""
     return bool(_ID.match(value))
@@ -239,6 +262,8 @@ def status(state: TaskState, text: str | None = None, metadata: dict[str, Any] |
 def error_status(error: A2AError, text: str) -> TaskStatus:
     """How a typed error ends a task; ``text`` is the (redacted) message to show."""
     info = error.to_info()
+    if error.code == "INPUT_REQUIRED":  # the agent asks: its question is the status message
+        return status("TASK_STATE_INPUT_REQUIRED", text, {"code": info.code, "agent": info.agent})
     if error.code == "CANCELLED":
         state: TaskState = "TASK_STATE_CANCELED"
     elif error.code in _REJECTED:

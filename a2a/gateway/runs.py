@@ -10,6 +10,7 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from bus.errors import A2AError
 from bus.ids import new_id
 from transports.a2a_http import (
     INTERRUPTED_STATES,
@@ -23,10 +24,20 @@ from transports.a2a_http import (
 )
 
 from ..stores.audit import AuditRecord
-from .mapping import now_rfc3339, status
+from .mapping import now_rfc3339, resume_of, status
 from .tasks import Numbered, StoredTask
 
-__all__ = ["Run", "is_done", "is_final", "overdue", "show_hop", "show_progress", "snapshot", "trimmed"]
+__all__ = [
+    "Run",
+    "is_done",
+    "is_final",
+    "note_question",
+    "overdue",
+    "show_hop",
+    "show_progress",
+    "snapshot",
+    "trimmed",
+]
 
 _STREAM_BUFFER = 256
 Event = StreamResponse | Numbered
@@ -80,7 +91,10 @@ class Run:
         self.closed = False
         self.conversation = ""
         """The bus conversation of the call (the task's context, scoped to its owner)."""
-        self.known = {stored.task.id}
+        self.call_id = stored.task.id if not stored.task.history[1:] else new_id()
+        """The correlation id of this run's bus call: the task id for its first turn, a new
+        one for each turn after (a call id is never used twice)."""
+        self.known = {self.call_id}
         """Ids of the calls in this task's tree seen so far: the task id names the first one."""
         self.unpublished: list[Numbered] = []
         """Events streamed here but not yet published to other replicas (they go with the next save)."""
@@ -125,6 +139,14 @@ class Run:
         for send in self.listeners.values():
             send.close()
         self.listeners.clear()
+
+
+def note_question(stored: StoredTask, error: A2AError) -> None:
+    """Remember how to continue a task whose agent asked for input (INPUT_REQUIRED)."""
+    resume = resume_of(error)
+    if resume is not None:
+        stored.resume = resume
+        stored.asked = error.agent or stored.agent
 
 
 def show_hop(runs: Iterable[Run], record: AuditRecord, text: str, metadata: dict[str, Any]) -> None:

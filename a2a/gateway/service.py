@@ -19,9 +19,8 @@ import anyio
 import anyio.abc
 import msgspec
 
-from bus.errors import A2AError, Unavailable
+from bus.errors import A2AError
 from bus.ids import new_id
-from discovery.errors import redis_errors
 from transports.a2a_http import (
     A2AProtocolError,
     ListTasksRequest,
@@ -55,9 +54,11 @@ from .mapping import (
     valid_id,
 )
 from .planning import plan_for
-from .runs import Receiving, Run, is_done, overdue, show_progress, trimmed
+from .replica import follow_cancels, heartbeat
+from .runs import Receiving, Run, is_done, note_question, overdue, show_progress, trimmed
 from .subscriptions import Events, Subscriptions
 from .tasks import StoredTask, TaskStore
+from .turns import follow_up
 
 __all__ = ["GatewayService", "Run"]
 
@@ -103,8 +104,8 @@ class GatewayService:
                 async with anyio.create_task_group() as tg:
                     self._tg = tg
                     await self.store.alive(self.replica, self.config.replica_ttl)
-                    tg.start_soon(self._heartbeat)
-                    tg.start_soon(self._follow_cancels)
+                    tg.start_soon(heartbeat, self.store, self.replica, self.config.replica_ttl)
+                    tg.start_soon(follow_cancels, self.store, self.runs)
                     task_status.started()
                     await anyio.sleep_forever()
         finally:
@@ -126,33 +127,6 @@ class GatewayService:
                 await anyio.sleep(0.02)
         self._scope.cancel()
 
-    async def _heartbeat(self) -> None:
-        while True:
-            await anyio.sleep(self.config.replica_ttl / 3)
-            try:
-                await self.store.alive(self.replica, self.config.replica_ttl)
-            except Unavailable as exc:
-                log.warning("gateway heartbeat failed: %s", exc)
-
-    async def _follow_cancels(self) -> None:
-        while True:
-            try:
-                async with self.store.listen(self.store.cancel_channel) as pubsub:
-                    while True:
-                        with redis_errors("cancel requests"):
-                            msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
-                        if msg is None:
-                            continue
-                        data = msg.get("data")
-                        task_id = data.decode(errors="replace") if isinstance(data, bytes) else str(data)
-                        run = self.runs.get(task_id)
-                        if run is not None:
-                            run.reason = "cancelled by the client"
-                            run.scope.cancel()
-            except Unavailable as exc:
-                log.warning("cancel requests lost (%s); retrying", exc)
-                await anyio.sleep(1.0)
-
     # -- send ----------------------------------------------------------------------
 
     async def send(
@@ -166,15 +140,12 @@ class GatewayService:
         if self._tg is None or self._stopping:
             raise A2AProtocolError(e.INTERNAL_ERROR, "the gateway is shutting down")
         message = request.message
-        if message.task_id:
-            stored = await self.owned(principal, message.task_id, agent)
-            raise A2AProtocolError(
-                e.UNSUPPORTED_OPERATION,
-                f"task {message.task_id} is {stored.task.status.state}: it takes no further messages; "
-                "send a new message without taskId",
-            )
         if message.role != "ROLE_USER":
             raise A2AProtocolError(e.INVALID_PARAMS, "message.role: a client's message is ROLE_USER")
+        if message.task_id:
+            return await self._answer(
+                principal, request, await self.owned(principal, message.task_id, agent), listen
+            )
         if message.context_id and not valid_id(message.context_id):
             raise A2AProtocolError(e.INVALID_PARAMS, "contextId: 1-128 letters, digits or _ . : / -")
         plan = plan_for(self.runtime.view, request, agent, self.config.default_agent)
@@ -235,6 +206,28 @@ class GatewayService:
             raise
         return run
 
+    async def _answer(
+        self, principal: str, request: SendMessageRequest, stored: StoredTask, listen: bool
+    ) -> tuple[Run, Receiving | None]:
+        """Continue a task that waits for input with the follow-up message (:mod:`.turns`)."""
+        assert self._tg is not None
+        plan, timeout = follow_up(stored, request.message, self.config.default_timeout, self.max_timeout)
+        self.check_capacity(principal)
+        run = Run(stored)
+        run.conversation = conversation_of(principal, stored.task.context_id)
+        stored.replica = self.replica
+        self.runs[stored.task.id] = run
+        receive = run.listen() if listen else None
+        try:
+            if self.durable:
+                await self.durable_runs.resume(run, plan, timeout, request.message.message_id)
+            else:
+                self._tg.start_soon(self._execute, run, plan, timeout, principal)
+        except BaseException:
+            self.runs.pop(stored.task.id, None)
+            raise
+        return run, receive
+
     def check_capacity(self, principal: str) -> None:
         """Refuse a new task when this replica, or this user on it, runs too many already."""
         if len(self.runs) >= self.config.max_running:
@@ -256,11 +249,12 @@ class GatewayService:
                         timeout=timeout,
                         user_id=user_of(principal),
                         conversation_id=run.conversation,
-                        correlation_id=run.task.id,
+                        correlation_id=run.call_id,
                         on_progress=functools.partial(show_progress, run),
                     )
                     response = await self.runtime.request(plan.route, plan.action, plan.params, options)
                 except A2AError as exc:
+                    note_question(run.stored, exc)
                     final = error_status(exc, shown(exc, plan.route, self.runtime.redactor.redact))
                 else:
                     self.add_artifact(run, response.payload.result)

@@ -57,6 +57,14 @@ class StoredTask(msgspec.Struct, rename="camel", omit_defaults=True):
     """Run as a durable task of the same id (:mod:`a2a.gateway.durable_runs`)."""
     seq: int = 0
     """Stream events numbered so far: the next one is ``seq + 1``."""
+    turn: str = ""
+    """The durable task of the current turn, when a follow-up message continued the task
+    (empty: the task's own id)."""
+    resume: dict[str, Any] | None = None
+    """While the task waits for input: the parameters that continue the agent's work (its
+    INPUT_REQUIRED's ``details.resume``), to which a follow-up message adds ``resume``."""
+    asked: str = ""
+    """The agent that asked for input (the one a follow-up message goes to)."""
 
 
 class Numbered(NamedTuple):
