@@ -80,9 +80,9 @@ class Progress:
         self.status: TaskStatus | None = None
         self.artifacts: dict[str, Artifact] = {}
         self.answer: Message | None = None
+        """A message that answered instead of a task."""
         self.parts = 0
         """Artifact parts streamed so far (bounded by ``MAX_PARTS``)."""
-        """A message that answered instead of a task."""
 
     @property
     def finished(self) -> bool:
@@ -109,12 +109,17 @@ class Progress:
         if task.artifacts:
             self.artifacts = {a.artifact_id: a for a in task.artifacts}
 
+    def apply_message(self, message: Message) -> None:
+        """A message that answers instead of a task."""
+        self.answer = message
+        self.context_id = self.context_id or message.context_id
+
     def apply(self, response: StreamResponse) -> bool:
         """Fold one stream event in; True when the exchange is over."""
         if (task := response.task) is not None:
             self.apply_task(task)
         elif response.message is not None and self.task_id is None:
-            self.answer = response.message  # a message instead of a task (one later on is commentary)
+            self.apply_message(response.message)  # one after the task is known is commentary
         elif (update := response.status_update) is not None:
             self._adopt(update.task_id, update.context_id)
             self.status = update.status

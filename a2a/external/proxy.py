@@ -3,7 +3,9 @@
 Per call (``invoke``):
 
 1. the action and parameters become a message (``mapping``: a text part for
-   ``{"text": ...}``, else a data part ``{"action", "params"}`` for a skill that takes data);
+   ``{"text": ...}``, else a data part ``{"action", "params"}`` for a skill that takes data),
+   in the remote context of the call's conversation when an earlier call of it learned one
+   (``conversations``: the same user and conversation id, same ``contextId``);
 2. it goes out with ``SendStreamingMessage`` when the card says the agent streams, else
    with a non-blocking ``SendMessage`` whose task is then polled with ``GetTask`` (so the
    task id is known at once and a withdrawn call can cancel it); the call's remaining
@@ -44,6 +46,7 @@ from transports.a2a_http import AgentCard, Message, Task
 from ..core.context import Context
 from ..core.peer import Peer
 from .client import DEFAULT_MAX_BODY, DEFAULT_MAX_EVENT, A2AClient
+from .conversations import Conversations
 from .errors import MalformedResponse
 from .interfaces import Endpoint
 from .mapping import DEFAULT_ACTION, request_message, skill_accepts_data
@@ -99,6 +102,8 @@ class RemotePeer(Peer):
         self._clock = clock
         self._http = http
         self._client: A2AClient | None = None
+        self.conversations = Conversations()
+        """The remote context of each bus conversation (``conversations``)."""
 
     # -- trust -----------------------------------------------------------------------------
 
@@ -137,15 +142,29 @@ class RemotePeer(Peer):
             if skill is None and action != DEFAULT_ACTION:
                 raise UnknownAction(f"the remote agent has no skill {action!r}", details={"action": action})
             data = skill is not None and skill_accepts_data(self.card, skill)
-            message = request_message(action, params, skill=skill is not None, data=data)
-            return outcome(await self._exchange(client, message, ctx.remaining() - _MARGIN))
+            key = (ctx.user_id or "", ctx.conversation_id)
+            thread = self.conversations.get(key)
+            message = request_message(
+                action,
+                params,
+                skill=skill is not None,
+                data=data,
+                context_id=thread.context_id if thread is not None else "",
+            )
+            progress = Progress()
+            try:
+                answer = await self._exchange(client, message, progress, ctx.remaining() - _MARGIN)
+            finally:
+                self.conversations.record(key, progress.context_id)
+            return outcome(answer)
         except A2AError as exc:
             exc.message = ctx.services.redactor.redact(exc.message)
             raise
 
-    async def _exchange(self, client: A2AClient, message: Message, timeout: float) -> Task | Message:
-        """Send ``message`` and follow its task to the end; withdraw the task if that fails."""
-        progress = Progress()
+    async def _exchange(
+        self, client: A2AClient, message: Message, progress: Progress, timeout: float
+    ) -> Task | Message:
+        """Send ``message``, follow its task to the end in ``progress``; withdraw the task if that fails."""
         try:
             if timeout <= 0:
                 raise DeadlineExceeded("no time left to call the remote agent")
@@ -163,6 +182,7 @@ class RemotePeer(Peer):
                 else:
                     first = await client.send(message, timeout, return_immediately=True)
                     if isinstance(first, Message):
+                        progress.apply_message(first)
                         return first
                     progress.apply_task(first)
                 return await self._poll(client, progress, timeout)

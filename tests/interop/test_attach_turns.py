@@ -1,0 +1,82 @@
+"""Attached a2a-sdk agents across calls: conversations, questions, results, signatures, health.
+
+The remote is ``sdk/turns_server.py`` (the SDK echo server's card and interfaces, an agent
+that remembers what each context said), attached on one runtime over real nats-server and
+Redis and called from another, as in ``test_attach``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from a2a import Runtime, Settings
+from tests.interop.conftest import SdkServer, _options, start_sdk_server, stop_sdk_server
+from tests.interop.test_attach import Bus
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+TURNS_SERVER = Path(__file__).resolve().parent / "sdk" / "turns_server.py"
+Server = Callable[..., SdkServer]
+MODES = pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "polling"])
+
+
+@pytest.fixture
+async def bus(settings: Settings) -> AsyncIterator[Bus]:
+    async with Runtime(settings) as host, Runtime(settings) as caller:
+        yield Bus(host, caller)
+
+
+@pytest.fixture
+def turns_server(sdk_python: Path) -> Iterator[Server]:
+    """Factory: ``turns_server(**options) -> base_url`` (options as ``sdk_echo_server``'s, and its own)."""
+    servers: list[SdkServer] = []
+
+    def start(**options: Any) -> SdkServer:
+        server = start_sdk_server(sdk_python, TURNS_SERVER, *_options(options))
+        servers.append(server)
+        return server
+
+    try:
+        yield start
+    finally:
+        for server in servers:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.proc.pid, signal.SIGTERM)
+        for server in servers:
+            stop_sdk_server(server.proc)
+            server.log_path.unlink(missing_ok=True)
+
+
+@MODES
+async def test_a_conversation_stays_in_one_remote_context(
+    bus: Bus, turns_server: Server, streaming: bool
+) -> None:
+    remote = await bus.attach(turns_server(streaming=streaming, name="turns"))
+    call = bus.caller.call
+    first = await call("turns", "send", {"text": "one"}, conversation_id="conv-a")
+    second = await call("turns", "echo", {"text": "two"}, conversation_id="conv-a")
+    other = await call("turns", "send", {"text": "three"}, conversation_id="conv-b")
+    as_bob = await call("turns", "send", {"text": "four"}, conversation_id="conv-a", user_id="bob")
+    assert second["contextId"] == first["contextId"] and second["turns"] == ["one", "two"]
+    assert second["taskId"] != first["taskId"] and not second["continued"]
+    assert other["contextId"] != first["contextId"] and other["turns"] == ["three"]
+    # The same conversation id from another user is another conversation.
+    assert as_bob["contextId"] not in (first["contextId"], other["contextId"])
+    assert len(remote.peer.conversations) == 3
+
+
+@pytest.mark.parametrize(("bindings", "versions"), [("jsonrpc", "0.3"), ("rest", "1.0"), ("rest", "0.3")])
+async def test_every_dialect_carries_the_context(
+    bus: Bus, turns_server: Server, bindings: str, versions: str
+) -> None:
+    await bus.attach(turns_server(bindings=bindings, versions=versions, name="turns"))
+    first = await bus.caller.call("turns", "send", {"text": "one"}, conversation_id="c")
+    second = await bus.caller.call("turns", "send", {"text": "two"}, conversation_id="c")
+    assert second["contextId"] == first["contextId"] and second["turns"] == ["one", "two"]
