@@ -15,12 +15,14 @@ completed                   the artifacts' value (``mapping``), else the status 
 failed                      AGENT_ERROR, the remote's status message as its message
 rejected                    PERMISSION_DENIED (the remote refused to do it)
 auth-required               PERMISSION_DENIED (it wants credentials this proxy lacks)
-input-required              INVALID_PARAMS (it needs more than the call gave)
+input-required              INPUT_REQUIRED: the status message is the question, ``details``
+                            carry it (``interrupts``), ``taskId`` and ``contextId``
 canceled                    CANCELLED
 anything else               AGENT_ERROR
 ==========================  ===============================================================
 
-A status message carrying this project's own error metadata (``{"code": ...}``, as the
+Every error's ``details`` carry the remote ``taskId``, ``contextId`` and ``state``. A
+status message carrying this project's own error metadata (``{"code": ...}``, as the
 A2A gateway writes it) keeps its code when it is one a remote may report:
 INVALID_PARAMS, UNKNOWN_ACTION, PERMISSION_DENIED or AGENT_ERROR.
 """
@@ -33,6 +35,7 @@ from bus.errors import (
     A2AError,
     AgentError,
     Cancelled,
+    InputRequired,
     InvalidParams,
     PayloadTooLarge,
     PermissionDenied,
@@ -66,7 +69,7 @@ _BY_STATE: dict[str, tuple[type[A2AError], str]] = {
     "TASK_STATE_FAILED": (AgentError, "the remote task failed"),
     "TASK_STATE_REJECTED": (PermissionDenied, "the remote agent rejected the task"),
     "TASK_STATE_AUTH_REQUIRED": (PermissionDenied, "the remote agent requires authentication"),
-    "TASK_STATE_INPUT_REQUIRED": (InvalidParams, "the remote agent needs more input"),
+    "TASK_STATE_INPUT_REQUIRED": (InputRequired, "the remote agent needs more input"),
     "TASK_STATE_CANCELED": (Cancelled, "the remote agent cancelled the task"),
 }
 
@@ -170,7 +173,16 @@ def outcome(answer: Task | Message) -> Any:
             return artifacts_value(answer.artifacts)
         return parts_value(status.message.parts) if status.message is not None else None
     cls, default = _BY_STATE.get(status.state, (AgentError, f"the remote task ended in state {status.state}"))
-    text = remote_text(_status_text(status), default)
+    said = _status_text(status)
+    text = remote_text(said, default)
     error = _reported(status, text) or cls(text)
-    error.details = {**error.details, "taskId": answer.id, "state": status.state}
+    error.details = {
+        **error.details,
+        "taskId": answer.id,
+        "contextId": answer.context_id,
+        "state": status.state,
+    }
+    if isinstance(error, InputRequired):
+        error.message = f"the remote agent asks: {text}" if said else text
+        error.details["interrupts"] = [{"kind": "input", "text": text if said else ""}]
     raise error

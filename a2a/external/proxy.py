@@ -5,7 +5,10 @@ Per call (``invoke``):
 1. the action and parameters become a message (``mapping``: a text part for
    ``{"text": ...}``, else a data part ``{"action", "params"}`` for a skill that takes data),
    in the remote context of the call's conversation when an earlier call of it learned one
-   (``conversations``: the same user and conversation id, same ``contextId``);
+   (``conversations``: the same user and conversation id, same ``contextId``), and
+   continuing its task when the last call left that ``input-required`` (the remote's
+   question came back as INPUT_REQUIRED, ``details.conversationId`` naming the
+   conversation to answer in);
 2. it goes out with ``SendStreamingMessage`` when the card says the agent streams, else
    with a non-blocking ``SendMessage`` whose task is then polled with ``GetTask`` (so the
    task id is known at once and a withdrawn call can cancel it); the call's remaining
@@ -38,7 +41,14 @@ from typing import Any
 import anyio
 import httpx
 
-from bus.errors import A2AError, AgentLost, DeadlineExceeded, NoResponders, UnknownAction
+from bus.errors import (
+    A2AError,
+    AgentLost,
+    DeadlineExceeded,
+    InputRequired,
+    NoResponders,
+    UnknownAction,
+)
 from discovery.profile import CardSignature
 from discovery.trust import TrustTracker
 from transports.a2a_http import AgentCard, Message, Task
@@ -46,7 +56,7 @@ from transports.a2a_http import AgentCard, Message, Task
 from ..core.context import Context
 from ..core.peer import Peer
 from .client import DEFAULT_MAX_BODY, DEFAULT_MAX_EVENT, A2AClient
-from .conversations import Conversations
+from .conversations import Conversations, Thread
 from .errors import MalformedResponse
 from .interfaces import Endpoint
 from .mapping import DEFAULT_ACTION, request_message, skill_accepts_data
@@ -60,6 +70,9 @@ CANCEL_TIMEOUT = 2.0
 """Seconds a withdrawn call waits for the remote to take its ``CancelTask``."""
 POLL_FIRST, POLL_MAX = 0.05, 1.0
 """Seconds between ``GetTask`` polls: doubling from the first to the most."""
+INPUT_REQUIRED = "TASK_STATE_INPUT_REQUIRED"
+_UNANSWERED = (NoResponders, AgentLost, DeadlineExceeded)
+"""Failures after which the remote may still hold the task waiting for input."""
 _MARGIN = 0.05
 """Seconds before the bus deadline at which the proxy gives up itself, to withdraw the task in time."""
 
@@ -150,16 +163,37 @@ class RemotePeer(Peer):
                 skill=skill is not None,
                 data=data,
                 context_id=thread.context_id if thread is not None else "",
+                task_id=thread.task_id if thread is not None else "",
             )
             progress = Progress()
             try:
                 answer = await self._exchange(client, message, progress, ctx.remaining() - _MARGIN)
-            finally:
-                self.conversations.record(key, progress.context_id)
+            except A2AError as exc:
+                self._remember(key, thread, progress, refused=not isinstance(exc, _UNANSWERED))
+                raise
+            self._remember(key, thread, progress)
             return outcome(answer)
+        except InputRequired as exc:
+            exc.message = ctx.services.redactor.redact(exc.message)
+            exc.details["conversationId"] = ctx.conversation_id
+            raise
         except A2AError as exc:
             exc.message = ctx.services.redactor.redact(exc.message)
             raise
+
+    def _remember(
+        self, key: tuple[str, str], thread: Thread | None, progress: Progress, *, refused: bool = False
+    ) -> None:
+        """Keep the conversation's remote context, and its task while that waits for input.
+
+        A call that learned nothing keeps what was known, but no longer names a task the
+        remote ``refused`` to continue.
+        """
+        if progress.context_id:
+            waiting = progress.status is not None and progress.status.state == INPUT_REQUIRED
+            self.conversations.record(key, progress.context_id, progress.task_id or "" if waiting else "")
+        elif refused and thread is not None and thread.task_id:
+            self.conversations.record(key, thread.context_id)
 
     async def _exchange(
         self, client: A2AClient, message: Message, progress: Progress, timeout: float

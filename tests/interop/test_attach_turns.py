@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from a2a import Runtime, Settings
+from a2a.errors import InputRequired
 from tests.interop.conftest import SdkServer, _options, start_sdk_server, stop_sdk_server
 from tests.interop.test_attach import Bus
 
@@ -80,3 +81,40 @@ async def test_every_dialect_carries_the_context(
     first = await bus.caller.call("turns", "send", {"text": "one"}, conversation_id="c")
     second = await bus.caller.call("turns", "send", {"text": "two"}, conversation_id="c")
     assert second["contextId"] == first["contextId"] and second["turns"] == ["one", "two"]
+
+
+@MODES
+async def test_a_question_is_input_required_and_the_answer_continues_the_task(
+    bus: Bus, turns_server: Server, streaming: bool
+) -> None:
+    await bus.attach(turns_server(streaming=streaming, ask="Which city, key sk-proj-AbCdEfGhIjKlMnOpQr12?"))
+    with pytest.raises(InputRequired) as asked:
+        await bus.caller.call("sdk-echo", "echo", {"text": "book a table"}, user_id="ann")
+    question = asked.value
+    assert question.message == "the remote agent asks: Which city, key [API_KEY]?"
+    details = question.details
+    assert details["state"] == "TASK_STATE_INPUT_REQUIRED" and details["taskId"] and details["contextId"]
+    assert details["interrupts"] == [
+        {"kind": "input", "text": "Which city, key sk-proj-AbCdEfGhIjKlMnOpQr12?"}
+    ]
+    # The answer, in the conversation the question names, continues the same remote task.
+    answer = await bus.caller.call(
+        "sdk-echo", "echo", {"text": "Paris"}, user_id="ann", conversation_id=details["conversationId"]
+    )
+    assert answer == {
+        "contextId": details["contextId"],
+        "taskId": details["taskId"],
+        "turns": ["book a table", "Paris"],
+        "continued": True,
+    }
+    # The task is over: the next call of the conversation is a new task in the same context.
+    with pytest.raises(InputRequired) as again:
+        await bus.caller.call(
+            "sdk-echo",
+            "echo",
+            {"text": "and lunch"},
+            user_id="ann",
+            conversation_id=details["conversationId"],
+        )
+    assert again.value.details["contextId"] == details["contextId"]
+    assert again.value.details["taskId"] != details["taskId"]
