@@ -92,6 +92,19 @@ class Progress:
         """Whether the exchange is over: a final state, or a message answer."""
         return self.answer is not None or (self.status is not None and self.status.state in _FINAL)
 
+    @property
+    def result_missing(self) -> bool:
+        """Whether the task completed with neither artifacts nor a status message known here
+        (a stream that carried only the final status): ``GetTask`` may still have them."""
+        status = self.status
+        return (
+            self.answer is None
+            and status is not None
+            and status.state == "TASK_STATE_COMPLETED"
+            and not any(a.parts for a in self.artifacts.values())
+            and (status.message is None or not status.message.parts)
+        )
+
     def task(self) -> Task:
         """The task as it stands (its id must be known)."""
         assert self.task_id is not None and self.status is not None

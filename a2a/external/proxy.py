@@ -14,7 +14,9 @@ Per call (``invoke``):
    task id is known at once and a withdrawn call can cancel it); the call's remaining
    time is the HTTP deadline;
 3. the final task becomes the result or a typed error (``progress``); every error's
-   message is redacted with the runtime's redactor.
+   message is redacted with the runtime's redactor. A stream that ends with the task
+   completed but carried neither its artifacts nor a status message is followed by one
+   ``GetTask``, whose artifacts (or status message) are the result.
 
 When the call is cancelled (the caller withdrew, the deadline passed, the instance stops)
 or fails mid-way, a task the remote still runs gets a ``CancelTask`` (shielded from the
@@ -208,7 +210,7 @@ class RemotePeer(Peer):
                         async with contextlib.aclosing(client.stream(message, timeout)) as events:
                             async for event in events:
                                 if progress.apply(event):
-                                    return progress.result()
+                                    return await self._completed(client, progress, timeout)
                     except AgentLost:
                         if progress.task_id is None:
                             raise
@@ -228,6 +230,12 @@ class RemotePeer(Peer):
             if isinstance(exc, TimeoutError) and not isinstance(exc, A2AError):
                 raise DeadlineExceeded(f"the remote agent did not finish within {timeout:.3g} s") from None
             raise
+
+    async def _completed(self, client: A2AClient, progress: Progress, timeout: float) -> Task | Message:
+        """The final answer; a task that completed with no result in its stream is read with ``GetTask``."""
+        if progress.result_missing and progress.task_id is not None:
+            progress.apply_task(await client.get(progress.task_id, timeout))
+        return progress.result()
 
     async def _poll(self, client: A2AClient, progress: Progress, timeout: float) -> Task | Message:
         """``GetTask`` until the task is over (a stream that closed early ends here too)."""

@@ -118,3 +118,12 @@ async def test_a_question_is_input_required_and_the_answer_continues_the_task(
         )
     assert again.value.details["contextId"] == details["contextId"]
     assert again.value.details["taskId"] != details["taskId"]
+
+
+@MODES
+async def test_a_result_the_stream_did_not_carry_is_read_with_get_task(
+    bus: Bus, turns_server: Server, streaming: bool
+) -> None:
+    await bus.attach(turns_server(streaming=streaming, result_in_store=True))
+    result = await bus.caller.call("sdk-echo", "echo", {"text": "stored"})
+    assert result["turns"] == ["stored"] and result["taskId"]

@@ -10,8 +10,9 @@ Flags of its own:
 
 - ``--ask QUESTION``: a new task stops in ``input-required`` with QUESTION as its status
   message; the next message naming that task completes it.
-- ``--result-in-store``: the result is written to the task store, not sent as an artifact
-  event: a stream carries only the final ``completed`` status.
+- ``--result-in-store``: the result is written to the task store once the task completed,
+  not sent as an artifact event: a stream carries only the final ``completed`` status
+  (every answer saying ``completed`` is held back 0.3 s, so that the store has it by then).
 - ``--drop-streams N``: the first N event streams (``SendStreamingMessage``) are cut,
   the connection aborted, after their first event; the task goes on.
 - ``--unavailable-after-drop S``: for S seconds after a cut, every request but the
@@ -77,14 +78,20 @@ class TurnsExecutor(AgentExecutor):
             "turns": self.turns[context_id],
             "continued": continued,
         }
-        if self.args.result_in_store:
-            task = await self.store.get(task_id, context.call_context)
-            assert task is not None
-            task.artifacts.append(Artifact(artifact_id="result", parts=[new_data_part(value)]))
-            await self.store.save(task, context.call_context)
-        else:
+        if not self.args.result_in_store:
             await updater.add_artifact([new_data_part(value)], name="result")
+            await updater.complete()
+            return
         await updater.complete()
+        task = None
+        for _ in range(200):  # the handler stores the task as it consumes the events
+            task = await self.store.get(task_id, context.call_context)
+            if task is not None and task.status.state == TaskState.TASK_STATE_COMPLETED:
+                break
+            await asyncio.sleep(0.01)
+        assert task is not None
+        task.artifacts.append(Artifact(artifact_id="result", parts=[new_data_part(value)]))
+        await self.store.save(task, context.call_context)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
@@ -140,6 +147,9 @@ def flaky(app: ASGIApp, args: argparse.Namespace) -> ASGIApp:
             state["drops"] -= 1
 
         async def cutting(event: dict[str, Any]) -> None:
+            chunk = event.get("body", b"")
+            if args.result_in_store and (b"TASK_STATE_COMPLETED" in chunk or b'"completed"' in chunk):
+                await asyncio.sleep(0.3)  # the executor writes the result to the store meanwhile
             await send(event)
             if cut and event["type"] == "http.response.body" and b"data:" in event.get("body", b""):
                 state["down_until"] = time.monotonic() + args.unavailable_after_drop
