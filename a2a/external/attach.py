@@ -17,6 +17,11 @@ What the card gives the bus agent:
 - **description** and **metadata**: the card's description; ``defaultAction: "send"`` and
   ``external``: the card URL, the endpoint chosen, its binding and protocol version, the
   card's name and version, and whether its signature verified (``signature``);
+- **refusal**: with ``card_keys``, a card that does not verify (no signature, or none that
+  verifies with those keys) is still served, so that the registry shows it, but its
+  instance reports itself ``offline`` and every call is PERMISSION_DENIED (the operator's
+  trust decision, not a passing failure: UNAVAILABLE would invite retries); a warning
+  says so at start-up;
 - **trust**: a :class:`discovery.trust.TrustTracker` from ``base_trust`` and the card's
   signature state, fed by every forwarded call; the instance publishes its score with each
   heartbeat, and routing by capability weighs by it.
@@ -132,7 +137,8 @@ class RemoteOptions(TypedDict, total=False):
     proficiency: float
     """The proficiency of each capability given by id (1.0)."""
     card_keys: Sequence[Any] | str | Path
-    """Public keys (or a PEM file) trusted to sign the card."""
+    """Public keys (or a PEM file) trusted to sign the card; given, a card that does not
+    verify with one of them is refused (module docstring)."""
     streaming: bool | None
     """Overrides the card's ``capabilities.streaming``."""
     max_concurrency: int
@@ -172,7 +178,19 @@ async def remote_agent(url: str, **options: Unpack[RemoteOptions]) -> RemoteAgen
     signature = tracker.signature = card_signature(card, keys)
     if card.signatures and not keys:
         log.info("the card of %s is signed but no key was given to check it: counted as unsigned", card.name)
-    peer = RemotePeer(card, endpoint, headers=headers, tracker=tracker, streaming=options.get("streaming"))
+    refusal = None
+    if keys and signature != "verified":
+        why = "no signature" if signature == "unsigned" else "no signature that verifies"
+        refusal = f"the card at {card_url} has {why} with the trusted card keys: calls are refused"
+        log.warning("%s; the agent is served offline, every call PERMISSION_DENIED", refusal)
+    peer = RemotePeer(
+        card,
+        endpoint,
+        headers=headers,
+        tracker=tracker,
+        streaming=options.get("streaming"),
+        refusal=refusal,
+    )
     skills = _skills(card)
     caps: Sequence[AgentCapability | str]
     if capabilities is None:

@@ -49,6 +49,7 @@ from bus.errors import (
     DeadlineExceeded,
     InputRequired,
     NoResponders,
+    PermissionDenied,
     UnknownAction,
 )
 from discovery.profile import CardSignature
@@ -88,6 +89,9 @@ class RemotePeer(Peer):
         tracker: the remote's trust (default: base 0.5, card unsigned); give it to
             ``peer_agent(trust=...)`` so that calls are counted and the score published.
         streaming: override the card's ``capabilities.streaming``.
+        refusal: why no call is forwarded (the card failed verification with the keys
+            the operator trusts): every call is PERMISSION_DENIED with it, and the
+            instance reports itself ``offline`` (:meth:`watch_ready`).
         http: an ``httpx.AsyncClient`` to share (not closed here); by default the peer
             opens its own when the instance starts.
     """
@@ -105,6 +109,7 @@ class RemotePeer(Peer):
         max_event: int = DEFAULT_MAX_EVENT,
         clock: Callable[[], float] = time.monotonic,
         http: httpx.AsyncClient | None = None,
+        refusal: str | None = None,
     ) -> None:
         self.card = card
         self.endpoint = endpoint
@@ -117,6 +122,8 @@ class RemotePeer(Peer):
         self._clock = clock
         self._http = http
         self._client: A2AClient | None = None
+        self.refusal = refusal
+        self._on_ready: Callable[[bool], None] | None = None
         self.conversations = Conversations()
         """The remote context of each bus conversation (``conversations``)."""
 
@@ -129,6 +136,19 @@ class RemotePeer(Peer):
     def trust_score(self, now: float | None = None) -> float:
         """The remote's trust score now (``discovery.trust``): what its instance publishes."""
         return self.tracker.score(self._clock() if now is None else now)
+
+    # -- readiness ---------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Whether calls are forwarded: the card was not refused."""
+        return self.refusal is None
+
+    def watch_ready(self, on_change: Callable[[bool], None]) -> None:
+        """Call ``on_change`` with :attr:`ready` now and whenever it changes (the hosting
+        instance reports itself ``offline`` while it is False)."""
+        self._on_ready = on_change
+        on_change(self.ready)
 
     # -- lifespan ----------------------------------------------------------------------------
 
@@ -143,6 +163,7 @@ class RemotePeer(Peer):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         client, self._client = self._client, None
+        self._on_ready = None
         if client is not None:
             await client.aclose()
 
@@ -152,6 +173,8 @@ class RemotePeer(Peer):
         client = self._client
         if client is None:
             raise RuntimeError("the remote peer is not open (use it as an instance's lifespan)")
+        if self.refusal is not None:
+            raise PermissionDenied(self.refusal, details={"signature": self.tracker.signature})
         try:
             skill = self.skills.get(action)
             if skill is None and action != DEFAULT_ACTION:

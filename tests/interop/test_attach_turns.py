@@ -7,7 +7,10 @@ Redis and called from another, as in ``test_attach``.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
+import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -15,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
 
-from a2a import Runtime, Settings
-from a2a.errors import InputRequired
+from a2a import Runtime, Settings, by_capability
+from a2a.errors import InputRequired, NoCapableAgent, PermissionDenied
+from a2a.external import remote_agent
 from tests.interop.conftest import SdkServer, _options, start_sdk_server, stop_sdk_server
 from tests.interop.test_attach import Bus
 
@@ -127,3 +132,28 @@ async def test_a_result_the_stream_did_not_carry_is_read_with_get_task(
     await bus.attach(turns_server(streaming=streaming, result_in_store=True))
     result = await bus.caller.call("sdk-echo", "echo", {"text": "stored"})
     assert result["turns"] == ["stored"] and result["taskId"]
+
+
+@pytest.mark.parametrize("signed", [True, False], ids=["bad-signature", "unsigned"])
+async def test_a_card_that_fails_verification_is_offline_and_refuses_calls(
+    bus: Bus, turns_server: Server, signed: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    header = base64.urlsafe_b64encode(json.dumps({"alg": "ES256"}).encode()).rstrip(b"=").decode()
+    forged = f"{header}.{'A' * 86}" if signed else None
+    url = turns_server(signature=forged, name="forged")
+    trusted = ec.generate_private_key(ec.SECP256R1()).public_key()
+    with caplog.at_level(logging.WARNING, logger="a2a.external"):
+        remote = await remote_agent(url, card_keys=[trusted])
+    assert remote.agent.metadata["external"]["signature"] == ("invalid" if signed else "unsigned")
+    assert "calls are refused" in caplog.text
+    (host,) = await bus.host.serve(remote.agent)
+    view = bus.caller.view
+    assert view is not None
+    await bus.caller.wait_for_agents(["forged"], timeout=5)
+    entry = view.get(host.instance_id)
+    assert entry is not None and entry.profile.status == "offline"
+    with pytest.raises(PermissionDenied, match="calls are refused") as refused:
+        await bus.caller.call("forged", "echo", {"text": "x"})
+    assert refused.value.details["signature"] == ("invalid" if signed else "unsigned")
+    with pytest.raises(NoCapableAgent):
+        await bus.caller.call(by_capability("echo"), "echo", {"text": "x"})
