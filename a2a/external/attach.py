@@ -22,6 +22,9 @@ What the card gives the bus agent:
   instance reports itself ``offline`` and every call is PERMISSION_DENIED (the operator's
   trust decision, not a passing failure: UNAVAILABLE would invite retries); a warning
   says so at start-up;
+- **health**: the card's URL is fetched every ``health_interval`` seconds; while the
+  remote's server does not answer, the instance reports itself ``offline`` (routing by
+  capability passes it by), and ``available`` again once it does;
 - **trust**: a :class:`discovery.trust.TrustTracker` from ``base_trust`` and the card's
   signature state, fed by every forwarded call; the instance publishes its score with each
   heartbeat, and routing by capability weighs by it.
@@ -48,7 +51,7 @@ from ..core.runtime import Runtime
 from .client import fetch_card
 from .interfaces import choose_endpoint
 from .mapping import DEFAULT_ACTION
-from .proxy import RemotePeer
+from .proxy import HEALTH_INTERVAL, RemotePeer
 from .signature import card_signature, load_card_key
 
 __all__ = [
@@ -147,6 +150,9 @@ class RemoteOptions(TypedDict, total=False):
     """Seconds the card fetch may take (10)."""
     any_origin: bool
     """Let the card name an endpoint on another host than its own (the ``headers`` go there too)."""
+    health_interval: float
+    """Seconds between fetches of the card that tell whether the remote still answers
+    (``attach``: the runtime's heartbeat interval; :func:`remote_agent`: 1); 0 turns them off."""
     follow_redirects: bool
     """Let the card fetch follow redirects (with ``headers``, to another origin only with
     ``any_origin``); they are refused otherwise."""
@@ -190,6 +196,8 @@ async def remote_agent(url: str, **options: Unpack[RemoteOptions]) -> RemoteAgen
         tracker=tracker,
         streaming=options.get("streaming"),
         refusal=refusal,
+        health_url=card_url,
+        health_interval=options.get("health_interval", HEALTH_INTERVAL),
     )
     skills = _skills(card)
     caps: Sequence[AgentCapability | str]
@@ -232,6 +240,7 @@ async def attach(runtime: Runtime, url: str, **options: Unpack[RemoteOptions]) -
     (``proxy``) until the runtime closes. Use :func:`remote_agent` and serve its ``agent``
     to keep hold of the peer (its trust score).
     """
+    options.setdefault("health_interval", runtime.settings.heartbeat_interval)
     remote = await remote_agent(url, **options)
     (host,) = await runtime.serve(remote.agent)
     return host

@@ -303,6 +303,18 @@ class A2AClient:
         except httpx.HTTPError as exc:
             raise from_transport_error(exc, call.url) from None
 
+    async def probe(self, url: str, timeout: float) -> bool:
+        """Whether the server at ``url`` (the card's URL) answers a GET within ``timeout``
+        seconds with anything but a 5xx; the body is not read."""
+        try:
+            with anyio.fail_after(timeout):
+                async with self._http.stream(
+                    "GET", url, headers=self.headers, timeout=timeout, follow_redirects=False
+                ) as response:
+                    return response.status_code < 500
+        except (httpx.HTTPError, TimeoutError):
+            return False
+
     # -- plumbing ------------------------------------------------------------------------------
 
     def _headers(self, call: HttpCall) -> dict[str, str]:

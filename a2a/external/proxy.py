@@ -52,6 +52,7 @@ from bus.errors import (
     PermissionDenied,
     UnknownAction,
 )
+from bus.tasks import TaskSet
 from discovery.profile import CardSignature
 from discovery.trust import TrustTracker
 from transports.a2a_http import AgentCard, Message, Task
@@ -65,10 +66,12 @@ from .interfaces import Endpoint
 from .mapping import DEFAULT_ACTION, request_message, skill_accepts_data
 from .progress import Progress, outcome
 
-__all__ = ["CANCEL_TIMEOUT", "RemotePeer"]
+__all__ = ["CANCEL_TIMEOUT", "HEALTH_INTERVAL", "RemotePeer"]
 
 log = logging.getLogger("a2a.external")
 
+HEALTH_INTERVAL = 1.0
+"""Seconds between health probes of the remote's server (the default heartbeat interval)."""
 CANCEL_TIMEOUT = 2.0
 """Seconds a withdrawn call waits for the remote to take its ``CancelTask``."""
 POLL_FIRST, POLL_MAX = 0.05, 1.0
@@ -89,6 +92,10 @@ class RemotePeer(Peer):
         tracker: the remote's trust (default: base 0.5, card unsigned); give it to
             ``peer_agent(trust=...)`` so that calls are counted and the score published.
         streaming: override the card's ``capabilities.streaming``.
+        health_url: a URL of the remote's server (its card's) fetched every
+            ``health_interval`` seconds while the instance serves: the instance reports
+            itself ``offline`` from the first probe the server does not answer (in time,
+            or with anything but a 5xx) until one it answers again. None: no probe.
         refusal: why no call is forwarded (the card failed verification with the keys
             the operator trusts): every call is PERMISSION_DENIED with it, and the
             instance reports itself ``offline`` (:meth:`watch_ready`).
@@ -110,6 +117,8 @@ class RemotePeer(Peer):
         clock: Callable[[], float] = time.monotonic,
         http: httpx.AsyncClient | None = None,
         refusal: str | None = None,
+        health_url: str | None = None,
+        health_interval: float = HEALTH_INTERVAL,
     ) -> None:
         self.card = card
         self.endpoint = endpoint
@@ -123,6 +132,11 @@ class RemotePeer(Peer):
         self._http = http
         self._client: A2AClient | None = None
         self.refusal = refusal
+        self.health_url = health_url
+        self.health_interval = health_interval
+        self.reachable = True
+        """Whether the last health probe was answered (True before any)."""
+        self._probes = TaskSet()
         self._on_ready: Callable[[bool], None] | None = None
         self.conversations = Conversations()
         """The remote context of each bus conversation (``conversations``)."""
@@ -141,14 +155,30 @@ class RemotePeer(Peer):
 
     @property
     def ready(self) -> bool:
-        """Whether calls are forwarded: the card was not refused."""
-        return self.refusal is None
+        """Whether the instance is available: the card was not refused, the server answers."""
+        return self.refusal is None and self.reachable
 
     def watch_ready(self, on_change: Callable[[bool], None]) -> None:
         """Call ``on_change`` with :attr:`ready` now and whenever it changes (the hosting
         instance reports itself ``offline`` while it is False)."""
         self._on_ready = on_change
         on_change(self.ready)
+
+    async def _watch(self, client: A2AClient, url: str) -> None:
+        """Probe the server every ``health_interval`` seconds; say when it stops or starts answering."""
+        timeout = min(max(self.health_interval, 0.5), 5.0)
+        while True:
+            await anyio.sleep(self.health_interval)
+            up = await client.probe(url, timeout)
+            if up is self.reachable:
+                continue
+            self.reachable = up
+            if up:
+                log.info("%s answers again: available", url)
+            else:
+                log.warning("%s does not answer: offline until it does", url)
+            if self._on_ready is not None:
+                self._on_ready(self.ready)
 
     # -- lifespan ----------------------------------------------------------------------------
 
@@ -157,11 +187,15 @@ class RemotePeer(Peer):
         self._client = A2AClient(
             self.endpoint, headers=self.headers, http=self._http, max_body=max_body, max_event=max_event
         )
+        self._probes = TaskSet()
+        if self.health_url is not None and self.health_interval > 0 and self.refusal is None:
+            self._probes.spawn(self._watch(self._client, self.health_url))
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        await self._probes.aclose()
         client, self._client = self._client, None
         self._on_ready = None
         if client is not None:

@@ -13,10 +13,12 @@ import json
 import logging
 import os
 import signal
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -157,3 +159,41 @@ async def test_a_card_that_fails_verification_is_offline_and_refuses_calls(
     assert refused.value.details["signature"] == ("invalid" if signed else "unsigned")
     with pytest.raises(NoCapableAgent):
         await bus.caller.call(by_capability("echo"), "echo", {"text": "x"})
+
+
+async def _status(bus: Bus, instance_id: str, wanted: str, timeout: float) -> float:
+    """Seconds until the caller's registry view shows the instance in ``wanted`` status."""
+    view = bus.caller.view
+    assert view is not None
+    start = time.monotonic()
+    with anyio.fail_after(timeout):
+        while (entry := view.get(instance_id)) is None or entry.profile.status != wanted:
+            await anyio.sleep(0.01)
+    return time.monotonic() - start
+
+
+async def test_a_killed_remote_goes_offline_and_comes_back(
+    bus: Bus, sdk_python: Path, settings: Settings
+) -> None:
+    beat = settings.heartbeat_interval
+    server = start_sdk_server(sdk_python, TURNS_SERVER, "--name", "mortal")
+    try:
+        remote = await bus.attach(server, health_interval=beat)
+        host = bus.host.hosts["mortal"]
+        await _status(bus, host.instance_id, "available", 5)
+        os.killpg(server.proc.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        await _status(bus, host.instance_id, "offline", 5)
+        assert not remote.peer.reachable
+        assert time.monotonic() - killed < beat + 0.5  # the next probe, not a call, finds it
+        with pytest.raises(NoCapableAgent):
+            await bus.caller.call(by_capability("echo"), "echo", {"text": "anyone?"})
+        stop_sdk_server(server.proc)
+        server.log_path.unlink(missing_ok=True)
+        server = start_sdk_server(sdk_python, TURNS_SERVER, "--name", "mortal", "--port", str(server.port))
+        await _status(bus, host.instance_id, "available", beat + 2)
+        result = await bus.caller.call(by_capability("echo"), "echo", {"text": "back"})
+        assert result["turns"] == ["back"]
+    finally:
+        stop_sdk_server(server.proc)
+        server.log_path.unlink(missing_ok=True)
