@@ -1,4 +1,4 @@
-"""An async A2A client over HTTP: fetch a card, then send, stream, get and cancel tasks.
+"""An async A2A client over HTTP: fetch a card, then send, stream, subscribe to, get and cancel tasks.
 
 ::
 
@@ -45,6 +45,7 @@ from transports.a2a_http import (
     SSEError,
     SSEEvent,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     decode,
     parse_agent_card,
@@ -272,6 +273,15 @@ class A2AClient:
         call = self.dialect.send(
             SendMessageRequest(message=message, configuration=SendMessageConfiguration()), stream=True
         )
+        async for event in self._stream(call, timeout):
+            yield event
+
+    async def subscribe(self, task_id: str, timeout: float) -> AsyncGenerator[StreamResponse, None]:
+        """``SubscribeToTask``: the events of a running task from now on, as :meth:`stream`."""
+        async for event in self._stream(self.dialect.subscribe(SubscribeToTaskRequest(id=task_id)), timeout):
+            yield event
+
+    async def _stream(self, call: HttpCall, timeout: float) -> AsyncGenerator[StreamResponse, None]:
         deadline = time.monotonic() + timeout
         try:
             async with self._http.stream(

@@ -86,6 +86,8 @@ class Progress:
         """A message that answered instead of a task."""
         self.parts = 0
         """Artifact parts streamed so far (bounded by ``MAX_PARTS``)."""
+        self.lost: A2AError | None = None
+        """Why the remote did not answer the last attempt to follow the task, if it did not."""
 
     @property
     def finished(self) -> bool:

@@ -21,8 +21,9 @@ Per call (``invoke``):
 When the call is cancelled (the caller withdrew, the deadline passed, the instance stops)
 or fails mid-way, a task the remote still runs gets a ``CancelTask`` (shielded from the
 cancellation, at most ``cancel_timeout`` seconds) before the cancellation goes on. A stream
-that breaks once the task is known is followed by polling instead; a remote that stops
-answering once its task runs is AGENT_LOST (it may have done part of the work), not
+that breaks once the task is known is followed again (``SubscribeToTask``, else ``GetTask``),
+and a server that stops answering is asked again until the deadline; one that never
+answers again by then leaves the call AGENT_LOST (it may have done part of the work), not
 NO_RESPONDERS (which says the call never ran, so routing may retry it elsewhere).
 
 The peer keeps the remote's :class:`discovery.trust.TrustTracker` (its base and card
@@ -271,19 +272,20 @@ class RemotePeer(Peer):
                     except AgentLost:
                         if progress.task_id is None:
                             raise
-                        log.info("the stream of task %s broke; polling it instead", progress.task_id)
+                        log.info("the stream of task %s broke; following it again", progress.task_id)
                 else:
                     first = await client.send(message, timeout, return_immediately=True)
                     if isinstance(first, Message):
                         progress.apply_message(first)
                         return first
                     progress.apply_task(first)
-                return await self._poll(client, progress, timeout)
+                return await self._follow(client, progress, timeout)
         except BaseException as exc:
             await self._withdraw(client, progress)
-            if isinstance(exc, NoResponders) and progress.task_id is not None:
+            lost = exc if isinstance(exc, NoResponders) else progress.lost
+            if isinstance(exc, NoResponders | TimeoutError) and lost is not None and progress.task_id:
                 # The task was running: whatever it did may have been done.
-                raise AgentLost(f"the remote agent stopped answering mid-task: {exc.message}") from None
+                raise AgentLost(f"the remote agent stopped answering mid-task: {lost.message}") from None
             if isinstance(exc, TimeoutError) and not isinstance(exc, A2AError):
                 raise DeadlineExceeded(f"the remote agent did not finish within {timeout:.3g} s") from None
             raise
@@ -294,14 +296,41 @@ class RemotePeer(Peer):
             progress.apply_task(await client.get(progress.task_id, timeout))
         return progress.result()
 
-    async def _poll(self, client: A2AClient, progress: Progress, timeout: float) -> Task | Message:
-        """``GetTask`` until the task is over (a stream that closed early ends here too)."""
+    async def _follow(self, client: A2AClient, progress: Progress, timeout: float) -> Task | Message:
+        """Follow a task whose stream broke or closed early (or that is polled) to its end.
+
+        A streaming remote is asked ``SubscribeToTask``; one that refuses it (the task has
+        just ended, say) or whose subscription closes early is polled with ``GetTask``. A
+        server that does not answer (connection refused or broken, 502/503) is asked again,
+        backing off, until the deadline, which then ends the call AGENT_LOST.
+        """
         delay = POLL_FIRST
+        subscribe = self.streaming
         while not progress.finished:
             if progress.task_id is None:
                 raise MalformedResponse("the remote agent's answer named no task and carried no message")
+            try:
+                if subscribe:
+                    async with contextlib.aclosing(client.subscribe(progress.task_id, timeout)) as events:
+                        async for event in events:
+                            progress.lost = None
+                            if progress.apply(event):
+                                return await self._completed(client, progress, timeout)
+                    subscribe = False
+                else:
+                    progress.apply_task(await client.get(progress.task_id, timeout))
+                    progress.lost = None
+                    if progress.finished:
+                        break
+            except (NoResponders, AgentLost) as exc:
+                progress.lost = exc
+                log.info("task %s at %s: %s; asking again", progress.task_id, self.endpoint.url, exc.message)
+            except A2AError:
+                if not subscribe:
+                    raise
+                subscribe = False
+                continue
             await anyio.sleep(delay)
-            progress.apply_task(await client.get(progress.task_id, timeout))
             delay = min(delay * 2, POLL_MAX)
         return progress.result()
 

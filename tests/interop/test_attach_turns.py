@@ -197,3 +197,31 @@ async def test_a_killed_remote_goes_offline_and_comes_back(
     finally:
         stop_sdk_server(server.proc)
         server.log_path.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize(
+    ("bindings", "versions", "subscribe"),
+    [
+        ("jsonrpc", "1.0", "SubscribeToTask"),
+        ("jsonrpc", "0.3", "tasks/resubscribe"),
+        ("rest", "1.0", "POST /tasks/{}:subscribe"),
+    ],
+)
+async def test_a_dropped_stream_is_resubscribed_through_an_outage(
+    bus: Bus, turns_server: Server, tmp_path: Path, bindings: str, versions: str, subscribe: str
+) -> None:
+    log = tmp_path / "requests.log"
+    url = turns_server(
+        bindings=bindings,
+        versions=versions,
+        delay=1.0,
+        drop_streams=1,
+        unavailable_after_drop=0.5,  # every request answered 503 for a while after the cut
+        request_log=log,
+    )
+    await bus.attach(url)
+    with anyio.fail_after(8):
+        result = await bus.caller.call("sdk-echo", "echo", {"text": "through"}, timeout=6)
+    assert result["turns"] == ["through"] and not result["continued"]
+    operations = log.read_text().splitlines()
+    assert subscribe.format(result["taskId"]) in operations
