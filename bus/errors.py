@@ -213,10 +213,13 @@ class Unavailable(A2AError, ConnectionError):
 
 
 class InputRequired(A2AError):
-    """The agent stopped to ask for input (a LangGraph ``interrupt()``, say).
+    """The agent stopped to ask for input (a LangGraph ``interrupt()``, an attached A2A
+    agent's ``input-required``, say).
 
     ``details`` says what it asks (``interrupts``) and how to answer: call the same
-    agent again with the details' ``resume`` parameters plus the answer.
+    agent again with the details' ``resume`` parameters plus the answer, or, when they
+    name a ``conversationId`` (an attached A2A agent, with its ``taskId`` and
+    ``contextId``), with the answer in that conversation.
     """
 
     code = "INPUT_REQUIRED"

@@ -17,6 +17,14 @@ What the card gives the bus agent:
 - **description** and **metadata**: the card's description; ``defaultAction: "send"`` and
   ``external``: the card URL, the endpoint chosen, its binding and protocol version, the
   card's name and version, and whether its signature verified (``signature``);
+- **refusal**: with ``card_keys``, a card that does not verify (no signature, or none that
+  verifies with those keys) is still served, so that the registry shows it, but its
+  instance reports itself ``offline`` and every call is PERMISSION_DENIED (the operator's
+  trust decision, not a passing failure: UNAVAILABLE would invite retries); a warning
+  says so at start-up;
+- **health**: the card's URL is fetched every ``health_interval`` seconds; while the
+  remote's server does not answer, the instance reports itself ``offline`` (routing by
+  capability passes it by), and ``available`` again once it does;
 - **trust**: a :class:`discovery.trust.TrustTracker` from ``base_trust`` and the card's
   signature state, fed by every forwarded call; the instance publishes its score with each
   heartbeat, and routing by capability weighs by it.
@@ -43,7 +51,7 @@ from ..core.runtime import Runtime
 from .client import fetch_card
 from .interfaces import choose_endpoint
 from .mapping import DEFAULT_ACTION
-from .proxy import RemotePeer
+from .proxy import HEALTH_INTERVAL, RemotePeer
 from .signature import card_signature, load_card_key
 
 __all__ = [
@@ -132,7 +140,8 @@ class RemoteOptions(TypedDict, total=False):
     proficiency: float
     """The proficiency of each capability given by id (1.0)."""
     card_keys: Sequence[Any] | str | Path
-    """Public keys (or a PEM file) trusted to sign the card."""
+    """Public keys (or a PEM file) trusted to sign the card; given, a card that does not
+    verify with one of them is refused (module docstring)."""
     streaming: bool | None
     """Overrides the card's ``capabilities.streaming``."""
     max_concurrency: int
@@ -141,6 +150,9 @@ class RemoteOptions(TypedDict, total=False):
     """Seconds the card fetch may take (10)."""
     any_origin: bool
     """Let the card name an endpoint on another host than its own (the ``headers`` go there too)."""
+    health_interval: float
+    """Seconds between fetches of the card that tell whether the remote still answers
+    (``attach``: the runtime's heartbeat interval; :func:`remote_agent`: 1); 0 turns them off."""
     follow_redirects: bool
     """Let the card fetch follow redirects (with ``headers``, to another origin only with
     ``any_origin``); they are refused otherwise."""
@@ -172,7 +184,21 @@ async def remote_agent(url: str, **options: Unpack[RemoteOptions]) -> RemoteAgen
     signature = tracker.signature = card_signature(card, keys)
     if card.signatures and not keys:
         log.info("the card of %s is signed but no key was given to check it: counted as unsigned", card.name)
-    peer = RemotePeer(card, endpoint, headers=headers, tracker=tracker, streaming=options.get("streaming"))
+    refusal = None
+    if keys and signature != "verified":
+        why = "no signature" if signature == "unsigned" else "no signature that verifies"
+        refusal = f"the card at {card_url} has {why} with the trusted card keys: calls are refused"
+        log.warning("%s; the agent is served offline, every call PERMISSION_DENIED", refusal)
+    peer = RemotePeer(
+        card,
+        endpoint,
+        headers=headers,
+        tracker=tracker,
+        streaming=options.get("streaming"),
+        refusal=refusal,
+        health_url=card_url,
+        health_interval=options.get("health_interval", HEALTH_INTERVAL),
+    )
     skills = _skills(card)
     caps: Sequence[AgentCapability | str]
     if capabilities is None:
@@ -214,6 +240,7 @@ async def attach(runtime: Runtime, url: str, **options: Unpack[RemoteOptions]) -
     (``proxy``) until the runtime closes. Use :func:`remote_agent` and serve its ``agent``
     to keep hold of the peer (its trust score).
     """
+    options.setdefault("health_interval", runtime.settings.heartbeat_interval)
     remote = await remote_agent(url, **options)
     (host,) = await runtime.serve(remote.agent)
     return host

@@ -1,4 +1,4 @@
-"""An async A2A client over HTTP: fetch a card, then send, stream, get and cancel tasks.
+"""An async A2A client over HTTP: fetch a card, then send, stream, subscribe to, get and cancel tasks.
 
 ::
 
@@ -45,6 +45,7 @@ from transports.a2a_http import (
     SSEError,
     SSEEvent,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     decode,
     parse_agent_card,
@@ -272,6 +273,15 @@ class A2AClient:
         call = self.dialect.send(
             SendMessageRequest(message=message, configuration=SendMessageConfiguration()), stream=True
         )
+        async for event in self._stream(call, timeout):
+            yield event
+
+    async def subscribe(self, task_id: str, timeout: float) -> AsyncGenerator[StreamResponse, None]:
+        """``SubscribeToTask``: the events of a running task from now on, as :meth:`stream`."""
+        async for event in self._stream(self.dialect.subscribe(SubscribeToTaskRequest(id=task_id)), timeout):
+            yield event
+
+    async def _stream(self, call: HttpCall, timeout: float) -> AsyncGenerator[StreamResponse, None]:
         deadline = time.monotonic() + timeout
         try:
             async with self._http.stream(
@@ -302,6 +312,18 @@ class A2AClient:
                         raise DeadlineExceeded(f"the stream from {call.url} ran past its {timeout:g} s")
         except httpx.HTTPError as exc:
             raise from_transport_error(exc, call.url) from None
+
+    async def probe(self, url: str, timeout: float) -> bool:
+        """Whether the server at ``url`` (the card's URL) answers a GET within ``timeout``
+        seconds with anything but a 5xx; the body is not read."""
+        try:
+            with anyio.fail_after(timeout):
+                async with self._http.stream(
+                    "GET", url, headers=self.headers, timeout=timeout, follow_redirects=False
+                ) as response:
+                    return response.status_code < 500
+        except (httpx.HTTPError, TimeoutError):
+            return False
 
     # -- plumbing ------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from transports.a2a_http import (
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     compat03,
     compat03_params,
@@ -112,6 +113,14 @@ class Dialect:
             return self._rpc(Operation.CANCEL_TASK, params)
         body = None if self.legacy else encode(CancelTaskRequest(id=request.id))
         return self._rest("POST", f"/tasks/{quote(request.id, safe='')}:cancel", body)
+
+    def subscribe(self, request: SubscribeToTaskRequest) -> HttpCall:
+        """``SubscribeToTask`` (0.3: ``tasks/resubscribe``)."""
+        accept = {"Accept": SSE_MEDIA_TYPE}
+        if self.jsonrpc:
+            params = compat03_params.task_id_request_to_03(request) if self.legacy else request
+            return self._rpc(Operation.SUBSCRIBE_TO_TASK, params, accept)
+        return self._rest("POST", f"/tasks/{quote(request.id, safe='')}:subscribe", None, headers=accept)
 
     def _rpc(self, op: Operation, params: object, headers: dict[str, str] | None = None) -> HttpCall:
         rpc_id = new_id()

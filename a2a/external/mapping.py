@@ -69,10 +69,19 @@ def _is_text(params: Mapping[str, Any]) -> bool:
     return len(params) == 1 and isinstance(params.get("text"), str)
 
 
-def request_message(action: str, params: Mapping[str, Any], *, skill: bool, data: bool) -> Message:
+def request_message(
+    action: str,
+    params: Mapping[str, Any],
+    *,
+    skill: bool,
+    data: bool,
+    context_id: str = "",
+    task_id: str = "",
+) -> Message:
     """The message for a call of ``action`` (module docstring).
 
-    ``skill``: the action is one of the remote's skills; ``data``: it accepts data parts.
+    ``skill``: the action is one of the remote's skills; ``data``: it accepts data parts;
+    ``context_id`` and ``task_id``: the remote context and task it continues (none when empty).
 
     Raises:
         InvalidParams: the parameters are not ``{"text": ...}`` and the action takes text only.
@@ -87,7 +96,14 @@ def request_message(action: str, params: Mapping[str, Any], *, skill: bool, data
             details={"action": action},
         )
     metadata = {SKILL_METADATA_KEY: action} if skill else None
-    return Message(message_id=new_id(), role="ROLE_USER", parts=[part], metadata=metadata)
+    return Message(
+        message_id=new_id(),
+        role="ROLE_USER",
+        parts=[part],
+        metadata=metadata,
+        context_id=context_id,
+        task_id=task_id,
+    )
 
 
 def _all_text(parts: Sequence[Part]) -> bool:

@@ -15,12 +15,14 @@ completed                   the artifacts' value (``mapping``), else the status 
 failed                      AGENT_ERROR, the remote's status message as its message
 rejected                    PERMISSION_DENIED (the remote refused to do it)
 auth-required               PERMISSION_DENIED (it wants credentials this proxy lacks)
-input-required              INVALID_PARAMS (it needs more than the call gave)
+input-required              INPUT_REQUIRED: the status message is the question, ``details``
+                            carry it (``interrupts``), ``taskId`` and ``contextId``
 canceled                    CANCELLED
 anything else               AGENT_ERROR
 ==========================  ===============================================================
 
-A status message carrying this project's own error metadata (``{"code": ...}``, as the
+Every error's ``details`` carry the remote ``taskId``, ``contextId`` and ``state``. A
+status message carrying this project's own error metadata (``{"code": ...}``, as the
 A2A gateway writes it) keeps its code when it is one a remote may report:
 INVALID_PARAMS, UNKNOWN_ACTION, PERMISSION_DENIED or AGENT_ERROR.
 """
@@ -33,6 +35,7 @@ from bus.errors import (
     A2AError,
     AgentError,
     Cancelled,
+    InputRequired,
     InvalidParams,
     PayloadTooLarge,
     PermissionDenied,
@@ -66,7 +69,7 @@ _BY_STATE: dict[str, tuple[type[A2AError], str]] = {
     "TASK_STATE_FAILED": (AgentError, "the remote task failed"),
     "TASK_STATE_REJECTED": (PermissionDenied, "the remote agent rejected the task"),
     "TASK_STATE_AUTH_REQUIRED": (PermissionDenied, "the remote agent requires authentication"),
-    "TASK_STATE_INPUT_REQUIRED": (InvalidParams, "the remote agent needs more input"),
+    "TASK_STATE_INPUT_REQUIRED": (InputRequired, "the remote agent needs more input"),
     "TASK_STATE_CANCELED": (Cancelled, "the remote agent cancelled the task"),
 }
 
@@ -80,14 +83,29 @@ class Progress:
         self.status: TaskStatus | None = None
         self.artifacts: dict[str, Artifact] = {}
         self.answer: Message | None = None
+        """A message that answered instead of a task."""
         self.parts = 0
         """Artifact parts streamed so far (bounded by ``MAX_PARTS``)."""
-        """A message that answered instead of a task."""
+        self.lost: A2AError | None = None
+        """Why the remote did not answer the last attempt to follow the task, if it did not."""
 
     @property
     def finished(self) -> bool:
         """Whether the exchange is over: a final state, or a message answer."""
         return self.answer is not None or (self.status is not None and self.status.state in _FINAL)
+
+    @property
+    def result_missing(self) -> bool:
+        """Whether the task completed with neither artifacts nor a status message known here
+        (a stream that carried only the final status): ``GetTask`` may still have them."""
+        status = self.status
+        return (
+            self.answer is None
+            and status is not None
+            and status.state == "TASK_STATE_COMPLETED"
+            and not any(a.parts for a in self.artifacts.values())
+            and (status.message is None or not status.message.parts)
+        )
 
     def task(self) -> Task:
         """The task as it stands (its id must be known)."""
@@ -109,12 +127,17 @@ class Progress:
         if task.artifacts:
             self.artifacts = {a.artifact_id: a for a in task.artifacts}
 
+    def apply_message(self, message: Message) -> None:
+        """A message that answers instead of a task."""
+        self.answer = message
+        self.context_id = self.context_id or message.context_id
+
     def apply(self, response: StreamResponse) -> bool:
         """Fold one stream event in; True when the exchange is over."""
         if (task := response.task) is not None:
             self.apply_task(task)
         elif response.message is not None and self.task_id is None:
-            self.answer = response.message  # a message instead of a task (one later on is commentary)
+            self.apply_message(response.message)  # one after the task is known is commentary
         elif (update := response.status_update) is not None:
             self._adopt(update.task_id, update.context_id)
             self.status = update.status
@@ -165,7 +188,16 @@ def outcome(answer: Task | Message) -> Any:
             return artifacts_value(answer.artifacts)
         return parts_value(status.message.parts) if status.message is not None else None
     cls, default = _BY_STATE.get(status.state, (AgentError, f"the remote task ended in state {status.state}"))
-    text = remote_text(_status_text(status), default)
+    said = _status_text(status)
+    text = remote_text(said, default)
     error = _reported(status, text) or cls(text)
-    error.details = {**error.details, "taskId": answer.id, "state": status.state}
+    error.details = {
+        **error.details,
+        "taskId": answer.id,
+        "contextId": answer.context_id,
+        "state": status.state,
+    }
+    if isinstance(error, InputRequired):
+        error.message = f"the remote agent asks: {text}" if said else text
+        error.details["interrupts"] = [{"kind": "input", "text": text if said else ""}]
     raise error

@@ -26,6 +26,7 @@ from a2a.errors import (
     AgentLost,
     Cancelled,
     DeadlineExceeded,
+    InputRequired,
     InvalidParams,
     NoResponders,
     Overloaded,
@@ -298,7 +299,7 @@ def task(
         ("TASK_STATE_FAILED", AgentError),
         ("TASK_STATE_REJECTED", PermissionDenied),
         ("TASK_STATE_AUTH_REQUIRED", PermissionDenied),
-        ("TASK_STATE_INPUT_REQUIRED", InvalidParams),
+        ("TASK_STATE_INPUT_REQUIRED", InputRequired),
         ("TASK_STATE_CANCELED", Cancelled),
         ("TASK_STATE_WORKING", AgentError),
     ],
@@ -306,7 +307,11 @@ def task(
 def test_unfinished_or_failed_tasks_are_typed_errors(state: str, error: type[Exception]) -> None:
     with pytest.raises(error, match="the backend is down") as caught:
         outcome(task(state, "the backend is down"))
-    assert caught.value.details == {"taskId": "t1", "state": state}  # type: ignore[attr-defined]
+    details = caught.value.details  # type: ignore[attr-defined]
+    assert details.pop("interrupts", None) == (
+        [{"kind": "input", "text": "the backend is down"}] if error is InputRequired else None
+    )
+    assert details == {"taskId": "t1", "contextId": "", "state": state}
 
 
 def test_outcomes() -> None:

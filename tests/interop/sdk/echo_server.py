@@ -52,6 +52,7 @@ log = logging.getLogger("echo_server")
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
+AppBuilder = Callable[[argparse.Namespace, AgentCard], ASGIApp]
 BINDINGS = {"jsonrpc": "JSONRPC", "rest": "HTTP+JSON"}
 
 
@@ -217,7 +218,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-async def serve(args: argparse.Namespace) -> None:
+async def serve(args: argparse.Namespace, build: AppBuilder) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # else each response waits ~40 ms for an ACK
@@ -225,7 +226,7 @@ async def serve(args: argparse.Namespace) -> None:
     port = sock.getsockname()[1]
     card = build_card(args, f"http://{args.host}:{port}")
     config = uvicorn.Config(
-        build_app(args, card), log_level="warning", timeout_graceful_shutdown=1, lifespan="off"
+        build(args, card), log_level="warning", timeout_graceful_shutdown=1, lifespan="off"
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
@@ -245,9 +246,14 @@ async def serve(args: argparse.Namespace) -> None:
     await task
 
 
-def main(argv: list[str] | None = None) -> None:
+def main_with(args: argparse.Namespace, build: AppBuilder) -> None:
+    """Serve the app ``build`` makes of the arguments and the card (other agents reuse this)."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
-    asyncio.run(serve(parse_args(argv)))
+    asyncio.run(serve(args, build))
+
+
+def main(argv: list[str] | None = None) -> None:
+    main_with(parse_args(argv), build_app)
 
 
 if __name__ == "__main__":
