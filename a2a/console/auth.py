@@ -28,6 +28,11 @@ class ConsoleAuth:
     def open(self) -> bool:
         return not self.tokens
 
+    @property
+    def users(self) -> set[str]:
+        """Everyone the console acts for."""
+        return set(self.tokens.values()) if self.tokens else {self.user}
+
     def user_for_token(self, token: str) -> str | None:
         found = None
         for known, user in self.tokens.items():

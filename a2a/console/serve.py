@@ -30,7 +30,8 @@ async def serve_console(
     limits: ReadLimits | None = None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve the console until cancelled; reports the bound port.
+    """Serve the console until cancelled; reports the bound port. Its sessions adopt those of
+    the console's users whose owner is gone.
 
     ``limits`` bound how long a request may take to arrive (default :class:`ReadLimits`).
 
@@ -40,6 +41,7 @@ async def serve_console(
     auth = auth or ConsoleAuth()
     if auth.open and host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError(f"the console on {host} needs credentials: set A2A_CONSOLE_TOKENS")
+    sessions.serve(*auth.users)
     feed = Feed(runtime, sessions.store)
     async with anyio.create_task_group() as tg:
         await tg.start(feed.run)

@@ -7,7 +7,7 @@ caller, so the tools a call used are known when it prints)::
     coder returned: SUCCESS (120 tokens, 1.20 s)
     Tools used: linter, tests
 
-Sessions print their new turns and changes of state.
+Sessions print their new turns, changes of state and adoptions by another process.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class Watcher:
 
     only: WatchFilter = field(default_factory=WatchFilter)
     _children: OrderedDict[str, list[str]] = field(default_factory=OrderedDict)
-    _seen: OrderedDict[str, tuple[str, int]] = field(default_factory=OrderedDict)
+    _seen: OrderedDict[str, tuple[str, int, int]] = field(default_factory=OrderedDict)
     _recent: deque[str] = field(default_factory=lambda: deque(maxlen=4096))
 
     def lines(self, event: Event) -> list[str]:
@@ -88,11 +88,14 @@ class Watcher:
     def _session(self, s: Session) -> list[str]:
         if not self.only.sessions(s):
             return []
-        state, shown = self._seen.get(s.id, ("", 0))
+        state, shown, adoptions = self._seen.get(s.id, ("", 0, 0))
         head = f"session {s.id} [{s.profile_id} -> {s.remote}, {s.mode}]"
         out = []
+        for a in s.adoptions[adoptions:]:
+            again = {"local": ": the local agent is asked again", "remote": ": the message is sent again"}
+            out.append(f"{head} adopted by {a.by} ({a.previous} is gone){again.get(a.rerun or '', '')}")
         for turn in s.turns[shown:]:
-            label = f" ({_SENT[turn.sent_by]})" if turn.sent_by else ""
+            label = f" ({_SENT[turn.sent_by]}{', sent again' if turn.resent else ''})" if turn.sent_by else ""
             out.append(f"{head} turn {turn.index}: {_WHO[turn.role]}{label}: {_clip(turn.text)}")
         if s.state != state:
             why = (
@@ -101,7 +104,7 @@ class Watcher:
                 else ""
             )
             out.append(f"{head} {s.state}{why}")
-        self._seen[s.id] = (s.state, len(s.turns))
+        self._seen[s.id] = (s.state, len(s.turns), len(s.adoptions))
         while len(self._seen) > 4096:
             self._seen.popitem(last=False)
         return out

@@ -19,7 +19,7 @@ from bus.errors import InvalidParams
 
 from .model import TERMINAL, Session, State, Transition
 
-__all__ = ["NEXT", "can_move", "interrupted", "move"]
+__all__ = ["NEXT", "can_move", "interrupted", "move", "send_again"]
 
 NEXT: dict[str, frozenset[str]] = {
     "idle": frozenset({"planning"}),
@@ -62,11 +62,28 @@ def move(session: Session, to: State, why: str = "", **changes: object) -> Sessi
 
 
 def interrupted(s: Session) -> Session:
-    """A session whose step was cut off mid-way (its store unreachable between the send and
-    the record of the reply), as its owner goes on: it sends the draft again (the remote
-    agent may see it twice), or goes on to the next turn."""
+    """A session whose step was cut off mid-way (its owner gone, or its store unreachable
+    between the send and the record of the reply), as its owner goes on: the message in
+    flight waits to be sent again (the remote agent may see it twice), or it goes on to the
+    next turn."""
     if s.state == "waiting_remote":
-        return move(s, "ready_to_send", "resumed after an interruption")
+        return move(send_again(s), "ready_to_send", "resumed after an interruption")
     if s.state == "processing_remote":
         return move(s, "planning", "resumed after an interruption")
     return s
+
+
+def send_again(s: Session) -> Session:
+    """The message in flight (the last turn, unanswered) taken back as the draft, to leave
+    again as it left before (no new approval: the person let it go once)."""
+    last = s.turns[-1] if s.turns else None
+    if s.in_flight != "remote" or last is None or last.role == "remote_agent":
+        return msgspec.structs.replace(s, in_flight=None)
+    return msgspec.structs.replace(
+        s,
+        turns=s.turns[:-1],
+        draft=last.text,
+        draft_by=None if last.sent_by == "auto_sent" else last.sent_by,
+        review=None,
+        in_flight=None,
+    )

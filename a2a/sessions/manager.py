@@ -11,14 +11,18 @@
 
 The process that starts a session owns it and runs its loop (:class:`SessionRunner`)
 while it holds the session's lease; the controls (pause, resume, stop, approve, write,
-take over) work from any process, since they change the session in Redis.
+take over) work from any process, since they change the session in Redis. When the owner
+dies or leaves, a process serving the session's user adopts it and runs the loop on
+(``adoption``); a loop whose lease is gone stops at once and writes nothing more.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import secrets
+import socket
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -33,21 +37,34 @@ from bus.wire import Orchestration
 
 from ..core.runtime import Runtime
 from ..prompt.frames import Constraints
+from .adoption import Adopter
 from .machine import move
 from .model import TERMINAL, Ending, Limits, Mode, Session
 from .policy import PolicyStore, SharedCallPolicy, check
 from .runner import SessionRunner
-from .store import AuditEntry, SessionStore, Unreadable
+from .store import AuditEntry, LeaseLost, SessionStore, Unreadable
 from .wakeups import wake_runners
 
 __all__ = ["Sessions"]
 
 log = logging.getLogger("a2a.sessions")
 MODES = ("manual", "semi_auto", "full_auto")
+LEASE = 10.0
+"""Seconds a session's lease outlives its owner's last renewal (``A2A_SESSION_LEASE``)."""
 
 
 class Sessions:
-    def __init__(self, runtime: Runtime, *, lease: float = 10.0) -> None:
+    def __init__(self, runtime: Runtime, *, lease: float | None = None, adopt_limit: int = 8) -> None:
+        """Sessions over the runtime's Redis.
+
+        ``lease``: seconds a loop's lease outlives its last renewal (renewed every third of
+        it), so a dead owner's sessions are adopted within about 1.5 times it (default
+        ``A2A_SESSION_LEASE``, else 10). ``adopt_limit``: adopted loops this process runs at once.
+
+        Raises:
+            Unavailable: the runtime has no Redis.
+            ValueError: ``A2A_SESSION_LEASE`` is not a positive number.
+        """
         if runtime.registry is None:
             raise Unavailable("sessions need Redis: the runtime has no registry")
         redis = runtime.registry.redis
@@ -55,14 +72,27 @@ class Sessions:
         self.runtime = runtime
         self.store = SessionStore(redis, namespace)
         self.policies = PolicyStore(redis, namespace)
-        self.lease = lease
+        self.lease = _lease() if lease is None else lease
+        self.owner = f"{socket.gethostname()}/{os.getpid()}/{runtime.id}.{secrets.token_hex(2)}"
+        """This process's name as the owner of a session (host, pid, runtime)."""
         self._runners: dict[str, SessionRunner] = {}
         self._tg: TaskGroup | None = None
         self._following = False  # whether session events wake the runners here (from the first one)
+        self.adopter = Adopter(
+            self.store,
+            self.owner,
+            lease=self.lease,
+            limit=adopt_limit,
+            launch=self._launch,
+            here=self._runners,
+        )
+        self._adopting = False
 
     async def __aenter__(self) -> Sessions:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
+        if self.adopter.users:
+            self._adopt()
         return self
 
     async def __aexit__(
@@ -132,21 +162,29 @@ class Sessions:
             started_at=now,
             updated_at=now,
             trace_id=trace_id,
-            owner=self.runtime.id,
+            owner=self.owner,
         )
         try:  # the same bounds as a session read back from Redis
             session = msgspec.convert(msgspec.to_builtins(session), Session)
         except msgspec.ValidationError as exc:
             raise InvalidParams(str(exc)) from None
-        await self.store.create(session)
-        await self.store.claim(session.id, self.runtime.id, self.lease)
-        runner = SessionRunner(self.runtime, self.store, self.policies, session.id)
-        self._runners[session.id] = runner
-        if not self._following:
-            self._following = True
-            self._tg.start_soon(wake_runners, self.store, self._runners)
-        self._tg.start_soon(self._own, runner)
+        await self.store.claim(session.id, self.owner, self.lease)  # first: nobody adopts it meanwhile
+        try:
+            await self.store.create(session)
+        except BaseException:
+            with anyio.CancelScope(shield=True), contextlib.suppress(Unavailable):
+                await self.store.release(session.id, self.owner)
+            raise
+        self._launch(session.id)
+        self.serve(user_id)
         return session
+
+    def serve(self, *users: str) -> None:
+        """Adopt the sessions of ``users`` whose owner is gone (a process that starts a session
+        for a user serves that user from then on)."""
+        self.adopter.users.update(users)
+        if self._tg is not None and self.adopter.users:
+            self._adopt()
 
     async def get(self, session_id: str, user_id: str) -> Session:
         return await self.store.get(session_id, user_id)
@@ -250,6 +288,22 @@ class Sessions:
 
     # -- owning ---------------------------------------------------------------------------
 
+    def _launch(self, session_id: str) -> None:
+        """Run the loop of a session whose lease this process has just taken."""
+        assert self._tg is not None
+        runner = SessionRunner(self.runtime, self.store, self.policies, session_id, self.owner)
+        self._runners[session_id] = runner
+        if not self._following:
+            self._following = True
+            self._tg.start_soon(wake_runners, self.store, self._runners)
+        self._tg.start_soon(self._own, runner)
+
+    def _adopt(self) -> None:
+        if not self._adopting:
+            assert self._tg is not None
+            self._adopting = True
+            self._tg.start_soon(self.adopter.run, self.lease / 2)
+
     async def _own(self, runner: SessionRunner) -> None:
         """Run a session's loop while renewing its lease; a lost lease or a dead Redis ends it here."""
         try:
@@ -259,7 +313,7 @@ class Sessions:
                     while True:
                         await anyio.sleep(self.lease / 3)
                         try:
-                            if not await self.store.claim(runner.id, self.runtime.id, self.lease):
+                            if not await self.store.claim(runner.id, self.owner, self.lease):
                                 log.warning(
                                     "session %s: its lease was taken; this process stops running it",
                                     runner.id,
@@ -275,8 +329,9 @@ class Sessions:
                 tg.cancel_scope.cancel()
         finally:
             self._runners.pop(runner.id, None)
+            self.adopter.running.discard(runner.id)
             with anyio.CancelScope(shield=True), anyio.move_on_after(2), contextlib.suppress(Unavailable):
-                await self.store.release(runner.id, self.runtime.id)
+                await self.store.release(runner.id, self.owner)
 
     async def _run(self, runner: SessionRunner) -> None:
         while True:
@@ -285,6 +340,9 @@ class Sessions:
                 return
             except Unreadable as exc:  # its record is broken: nothing to run
                 log.error("session %s: %s; its loop ends", runner.id, exc)
+                return
+            except LeaseLost as exc:  # adopted elsewhere: that process runs it now
+                log.warning("%s; this process stops running it", exc)
                 return
             except Unavailable as exc:  # Redis is down: try again shortly
                 log.warning("session %s: %s", runner.id, exc)
@@ -311,3 +369,14 @@ def _text(text: str, session: Session) -> str:
     if len(text) > session.constraints.max_output_chars:
         raise InvalidParams(f"the message is over {session.constraints.max_output_chars} characters")
     return text
+
+
+def _lease() -> float:
+    text = os.environ.get("A2A_SESSION_LEASE", "")
+    try:
+        lease = float(text) if text else LEASE
+    except ValueError:
+        lease = -1.0
+    if not 0 < lease < 3600:
+        raise ValueError(f"A2A_SESSION_LEASE must be seconds between 0 and 3600, not {text!r}")
+    return lease

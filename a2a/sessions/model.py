@@ -18,6 +18,7 @@ from ..prompt.frames import Constraints
 __all__ = [
     "ACTIVE",
     "TERMINAL",
+    "Adoption",
     "Ending",
     "Limits",
     "Mode",
@@ -76,6 +77,9 @@ class Turn(Wire):
     """How an outbound message left: sent by itself, approved by the person, or written by them."""
     tokens: Count = 0
     duration_ms: Count = 0
+    resent: bool = False
+    """Sent again by a process that adopted the session while the message was in flight: the
+    remote agent may have received it twice."""
 
 
 class Transition(Wire):
@@ -94,6 +98,23 @@ class Ending(Wire):
     message: str
     limit: str | None = None
     """The limit that stopped the run (``maxTurns``, ``maxDurationMs``...), for the banner."""
+
+
+class Adoption(Wire):
+    """A process taking over the loop of a session whose owner was gone."""
+
+    at: float
+    by: str
+    """The new owner (``host/pid/id`` of the process)."""
+    previous: str
+    """The owner that was gone."""
+    state: State
+    """Where the loop stood."""
+    rerun: Literal["local", "remote"] | None = None
+    """The step that was in flight and runs again: the local agent is asked again for the same
+    turn, or the message is sent again (the turn at ``turn``, marked ``resent``)."""
+    turn: Count | None = None
+    """The index of the turn sent again (``rerun`` remote)."""
 
 
 class Session(Wire):
@@ -131,9 +152,11 @@ class Session(Wire):
     last_error: str | None = None
     trace_id: str = ""
     owner: str = ""
-    """The runtime that runs the loop."""
+    """The process that runs the loop (``host/pid/id``)."""
     version: Count = 0
     transitions: list[Transition] = []
+    adoptions: list[Adoption] = []
+    """The takeovers of the loop by another process, oldest first (the latest few)."""
 
     @property
     def sent(self) -> int:

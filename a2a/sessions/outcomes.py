@@ -84,7 +84,9 @@ def sending(s: Session, draft: str, sent_by: SentBy) -> Session:
     if s.state != "ready_to_send" or s.draft != draft or s.review is not None:
         return s
     role: Role = "user" if sent_by == "user_written" else "local_agent"
-    turn = Turn(index=len(s.turns), role=role, text=draft, at=time.time(), sent_by=sent_by)
+    last = s.adoptions[-1] if s.adoptions else None
+    resent = last is not None and last.rerun == "remote" and last.turn == len(s.turns)
+    turn = Turn(index=len(s.turns), role=role, text=draft, at=time.time(), sent_by=sent_by, resent=resent)
     return move(
         s,
         "waiting_remote",

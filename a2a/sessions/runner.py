@@ -34,8 +34,8 @@ from .bounds import bounded
 from .machine import interrupted, move
 from .model import TERMINAL, Ending, Session
 from .policy import PolicyStore
-from .rules import review_reason, sent_by_of
-from .store import AuditEntry, SessionStore
+from .rules import limit_hit, review_reason, sent_by_of
+from .store import AuditEntry, LeaseLost, SessionStore
 
 if TYPE_CHECKING:
     from ..core.runtime import Runtime
@@ -48,11 +48,15 @@ _MARGIN = 2.0  # seconds the local call gets beyond its turn, for the bridge to 
 
 
 class SessionRunner:
-    def __init__(self, rt: Runtime, store: SessionStore, policies: PolicyStore, session_id: str) -> None:
+    def __init__(
+        self, rt: Runtime, store: SessionStore, policies: PolicyStore, session_id: str, owner: str
+    ) -> None:
         self.rt = rt
         self.store = store
         self.policies = policies
         self.id = session_id
+        self.owner = owner
+        """The lease holder this loop writes as: without the lease it writes nothing."""
         self.wake = anyio.Event()
 
     def poke(self) -> None:
@@ -60,11 +64,18 @@ class SessionRunner:
         self.wake.set()
 
     async def run(self) -> None:
+        """Take steps until the session ends.
+
+        Raises:
+            LeaseLost: another process runs the session now (it adopted it).
+        """
         while True:
             session = await self.store.get(self.id)
             if session.state in TERMINAL:
                 return
-            limit = _limit_hit(session)
+            if session.owner != self.owner:
+                raise LeaseLost(f"session {self.id} is run by {session.owner} now")
+            limit = limit_hit(session)
             if limit is not None:
                 await self._end(session, "stopped", limit)
                 continue
@@ -89,7 +100,7 @@ class SessionRunner:
         self.wake = anyio.Event()
 
     async def _update(self, change: Callable[[Session], Session]) -> Session:
-        return await self.store.update(self.id, change)
+        return await self.store.update(self.id, change, owner=self.owner)
 
     async def _end(self, session: Session, state: Any, ending: Ending) -> None:
         def change(s: Session) -> Session:
@@ -196,7 +207,8 @@ class SessionRunner:
     async def _unless_stopped(
         self, request: Callable[..., Awaitable[ResponseEnvelope]], *args: Any, **kwargs: Any
     ) -> ResponseEnvelope | None:
-        """The step's call, withdrawn (None) if the session is stopped meanwhile, from any process."""
+        """The step's call, withdrawn (None) if the session is stopped meanwhile, from any
+        process, or adopted by another process (this loop lost its lease)."""
         response: ResponseEnvelope | None = None
         failed: A2AError | None = None
         async with anyio.create_task_group() as tg:
@@ -205,7 +217,8 @@ class SessionRunner:
                 while True:
                     await self._wait()  # until woken: the session changed, or may have
                     try:
-                        stopped = (await self.store.get(self.id)).state in TERMINAL
+                        now = await self.store.get(self.id)
+                        stopped = now.state in TERMINAL or now.owner != self.owner
                     except Unavailable:  # a blip of Redis is no reason to give up the call
                         continue
                     if stopped:
@@ -264,22 +277,6 @@ def _plan(s: Session) -> Session:
         review = "take over: write the next message"
         return move(s, "ready_to_send", "the person writes", draft=None, review=review)
     return move(s, "waiting_local", "asking the local agent", in_flight="local")
-
-
-def _limit_hit(s: Session) -> Ending | None:
-    lim = s.limits
-    if (time.time() - s.started_at) * 1000 > lim.max_duration_ms:
-        return Ending(
-            kind="limit", limit="maxDurationMs", message=f"the run reached {lim.max_duration_ms} ms"
-        )
-    if lim.max_tokens_budget is not None and s.tokens_used >= lim.max_tokens_budget:
-        message = f"the run used {s.tokens_used} tokens of {lim.max_tokens_budget}"
-        return Ending(kind="limit", limit="maxTokensBudget", message=message)
-    if s.state == "planning" and s.sent >= lim.max_turns:
-        return Ending(
-            kind="limit", limit="maxTurns", message=f"{s.sent} messages sent: maxTurns is {lim.max_turns}"
-        )
-    return None
 
 
 def _budget_left(s: Session) -> int | None:

@@ -8,7 +8,10 @@ Keys (``P`` = ``a2a:{<ns>}:``), expiring ``ttl`` seconds after the last write:
     P session-audit:<profile>  list of AuditEntry JSON, newest last, capped (profile-scoped)
 
 Every change is published on the channel ``P session-events`` as a SessionEvent.
-A session in a working state whose owner's lease has lapsed is failed by whoever reads it.
+The owner's writes are fenced by its lease: one that no longer holds it writes nothing
+(:class:`LeaseLost`). A session whose owner's lease has lapsed waits for a process serving
+its user to adopt it (``adoption``); once past its ``maxDurationMs`` it is stopped by
+whoever reads it.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from discovery.errors import WriteConflict, redis_errors
 from discovery.registry import RegistryKeys
 
 from .machine import move
-from .model import TERMINAL, Ending, Session, SessionEvent
+from .model import TERMINAL, Session, SessionEvent
+from .rules import limit_hit
 
-__all__ = ["AuditEntry", "NotFound", "SessionStore", "Unreadable"]
+__all__ = ["AuditEntry", "LeaseLost", "NotFound", "SessionStore", "Unreadable"]
 
 AUDIT_ENTRIES = 1000  # per profile
 _CAS_TRIES = 50
@@ -41,6 +45,11 @@ class NotFound(InvalidParams):
 
 class Unreadable(InvalidEnvelope):
     """A stored session this version cannot read: nothing will change that by retrying."""
+
+
+class LeaseLost(RuntimeError):
+    """The writer no longer holds the session's lease (another process adopted it): its loop
+    ends here. Never sent to a caller: only a loop writes with a lease."""
 
 
 class AuditEntry(Wire):
@@ -91,7 +100,7 @@ class SessionStore:
             raise InvalidParams(f"session {session.id} exists already")
 
     async def get(self, session_id: str, user_id: str | None = None) -> Session:
-        """The session; one whose owner is gone is failed first.
+        """The session; one whose owner is gone and whose run is out of time is stopped first.
 
         Raises:
             NotFound: no such session, or ``user_id`` is given and it is not theirs.
@@ -103,8 +112,8 @@ class SessionStore:
             session = _decode(raw, session_id)
             if user_id is not None and session.user_id != user_id:
                 raise NotFound(f"no session {session_id}", details={"sessionId": session_id})
-            if session.state not in TERMINAL and session.state != "idle" and not await self.owned(session_id):
-                session = await self.update(session_id, _owner_lost)
+            if _overdue(session) and not await self.owned(session_id):
+                session = await self.update(session_id, _out_of_time)
         return session
 
     async def of_user(self, user_id: str, limit: int = 100) -> list[Session]:
@@ -120,11 +129,17 @@ class SessionStore:
                 log.warning("%s", exc)
         return found
 
-    async def update(self, session_id: str, change: Callable[[Session], Session]) -> Session:
+    async def update(
+        self, session_id: str, change: Callable[[Session], Session], *, owner: str | None = None
+    ) -> Session:
         """Apply ``change`` atomically (compare-and-set, retried on a concurrent write) and publish it.
 
         ``change`` gets the stored session and returns the new one; an error it raises
-        leaves the session as it was.
+        leaves the session as it was. With ``owner`` (a loop's writes) the write happens only
+        while ``owner`` holds the lease, checked in the same transaction.
+
+        Raises:
+            LeaseLost: ``owner`` is given and does not hold the lease.
         """
         key = self._key(session_id)
         with redis_errors("update session"):  # the pipeline's reset on leaving, too
@@ -132,17 +147,31 @@ class SessionStore:
                 for _ in range(_CAS_TRIES):
                     try:
                         with redis_errors("update session"):
-                            return await self._compare_and_set(pipe, key, session_id, change)
+                            return await self._compare_and_set(pipe, key, session_id, change, owner)
                     except WriteConflict:
                         continue  # another write came first: read it and apply ``change`` again
         raise Unavailable(f"session {session_id} changed {_CAS_TRIES} times while being updated")
 
     async def _compare_and_set(
-        self, pipe: aioredis.client.Pipeline, key: str, session_id: str, change: Callable[[Session], Session]
+        self,
+        pipe: aioredis.client.Pipeline,
+        key: str,
+        session_id: str,
+        change: Callable[[Session], Session],
+        owner: str | None,
     ) -> Session:
         """One attempt of :meth:`update` on a pipeline in transaction mode (redis-py raises
-        WatchError when the watched key changed before EXEC)."""
-        await pipe.watch(key)
+        WatchError when a watched key changed before EXEC: the record, or the lease when
+        another process claims it or the owner renews it)."""
+        if owner is None:
+            await pipe.watch(key)
+        else:
+            lease_key = key + ":owner"
+            await pipe.watch(key, lease_key)
+            holder = await pipe.get(lease_key)
+            if holder != owner and holder != owner.encode():
+                await pipe.unwatch()  # type: ignore[no-untyped-call]
+                raise LeaseLost(f"session {session_id}: {owner} no longer holds its lease")
         raw = await pipe.get(key)
         if raw is None:
             raise NotFound(f"no session {session_id}", details={"sessionId": session_id})
@@ -151,7 +180,8 @@ class SessionStore:
         if new is old:
             await pipe.unwatch()  # type: ignore[no-untyped-call]
             return old
-        new = msgspec.structs.replace(new, version=old.version + 1, updated_at=time.time())
+        stamp = {} if owner is None else {"owner": owner}  # the writer of a loop's change, for the record
+        new = msgspec.structs.replace(new, version=old.version + 1, updated_at=time.time(), **stamp)
         pipe.multi()  # type: ignore[no-untyped-call]
         pipe.set(key, _encode(new), ex=self.ttl)
         pipe.publish(self.channel, _encode(SessionEvent(kind="changed", session=new)))
@@ -176,6 +206,20 @@ class SessionStore:
     async def owned(self, session_id: str) -> bool:
         with redis_errors("session owner"):
             return bool(await self.redis.exists(self._key(session_id, ":owner")))
+
+    async def unowned(self, user_id: str, limit: int = 100) -> list[str]:
+        """The ids of the user's latest ``limit`` sessions whose lease nobody holds (ended ones
+        included: the caller reads them to tell)."""
+        with redis_errors("find unowned sessions"):
+            listed = await self.redis.zrevrange(f"{self.prefix}sessions:{user_id}", 0, limit - 1)
+            ids = [str(i) for i in listed]
+            if not ids:
+                return []
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for session_id in ids:
+                    pipe.exists(self._key(session_id, ":owner"))
+                held = await pipe.execute()
+        return [session_id for session_id, h in zip(ids, held, strict=True) if not h]
 
     # -- events and audit ------------------------------------------------------------------
 
@@ -237,11 +281,15 @@ def _decode(raw: bytes | str, session_id: str) -> Session:
         ) from None
 
 
-def _owner_lost(session: Session) -> Session:
-    if session.state in TERMINAL or session.state == "idle":
-        return session
-    ending = Ending(kind="failure", message="the process running this session is gone")
-    return move(session, "error", "owner lost", ending=ending, last_error=ending.message)
+def _overdue(s: Session) -> bool:
+    return s.state not in TERMINAL and time.time() > s.started_at + s.limits.max_duration_ms / 1000
+
+
+def _out_of_time(s: Session) -> Session:
+    ending = limit_hit(s)
+    if not _overdue(s) or ending is None:
+        return s
+    return move(s, "stopped", f"{ending.message} without an owner", ending=ending)
 
 
 _RENEW = """

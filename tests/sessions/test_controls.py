@@ -1,5 +1,6 @@
 """The person's controls beyond the seed's checklist: semi-auto review rules, take over,
-controls from another process, a dead owner, and the policy's rate and concurrency in Redis."""
+controls from another process, an owner that leaves (its session adopted), and the policy's
+rate and concurrency in Redis."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ async def test_take_over_the_person_writes_then_hands_back(bench: Bench) -> None
         await bench.sessions.write(s.id, USER, "   ")
 
 
-async def test_another_process_controls_a_session_and_sees_its_owner_die(
+async def test_another_process_controls_a_session_and_one_serving_its_user_adopts_it(
     bench: Bench, settings: Settings
 ) -> None:
     async with Runtime(settings) as other_rt, Sessions(other_rt) as other:
@@ -58,11 +59,22 @@ async def test_another_process_controls_a_session_and_sees_its_owner_die(
             await other.get(s.id, "bob")  # another user's session does not exist for them
 
         async with Sessions(bench.rt, lease=0.6) as short:
-            s2 = await short.start(user_id=USER, profile_id="drafter", remote="remote", objective="x")
-            await short.wait(s2.id, USER, "ready_to_send")
-        # The owner has gone (its lease released on exit): whoever reads the session fails it.
-        s2 = await other.get(s2.id, USER)
-        assert s2.state == "error" and s2.ending is not None and "gone" in s2.ending.message
+            s2 = await short.start(
+                user_id=USER, profile_id="drafter", remote="remote", objective="x", limits=Limits(max_turns=1)
+            )
+            s2 = await short.wait(s2.id, USER, "ready_to_send")
+        # Its owner has left (its lease released on exit): bench's Sessions, which serves the
+        # user, adopts it with its draft still waiting; ``other`` serves nobody and only reads.
+        with anyio.fail_after(5):
+            while (s3 := await other.get(s2.id, USER)).owner != bench.sessions.owner:
+                await anyio.sleep(0.05)
+        assert s3.state == "ready_to_send" and s3.draft == s2.draft and s3.turns == []
+        assert [(a.previous, a.by, a.state, a.rerun) for a in s3.adoptions] == [
+            (short.owner, bench.sessions.owner, "ready_to_send", None)
+        ]
+        await other.approve(s2.id, USER)
+        s3 = await bench.wait(s3, "stopped")
+        assert [t.role for t in s3.turns] == ["local_agent", "remote_agent"] and len(bench.received) == 2
         assert [x.id for x in await other.sessions(USER)][:2] == [s2.id, s.id]
 
 

@@ -39,7 +39,8 @@ function renderSession() {
   $("session-state").textContent = s.state; $("session-state").className = "badge " + s.state;
   $("meta").textContent = s.profileId + " \u2192 " + s.remote + " \u00b7 " + s.mode + " \u00b7 " +
     (s.turns.filter(t => t.role !== "remote_agent").length) + "/" + s.limits.maxTurns + " turns \u00b7 " +
-    s.tokensUsed + " tokens" + (s.lastError ? " \u00b7 last error: " + s.lastError : "");
+    s.tokensUsed + " tokens" + (s.lastError ? " \u00b7 last error: " + s.lastError : "") +
+    (s.adoptions.length ? " \u00b7 adopted by " + s.adoptions[s.adoptions.length - 1].by : "");
   const banner = $("banner");
   if (s.ending) { banner.style.display = "block"; banner.className = s.ending.kind;
     banner.textContent = (s.ending.kind === "limit" ? "Limit reached (" + s.ending.limit + "): " : "") + s.ending.message;
