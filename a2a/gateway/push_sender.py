@@ -215,7 +215,12 @@ class PushSender:
         url = httpx.URL(config.url)
         headers["Host"] = url.netloc.decode("ascii")
         pinned = url.copy_with(host=str(target.address))
-        extensions = {"sni_hostname": target.host} if url.scheme == "https" else {}
+        extensions = {}
+        if url.scheme == "https":
+            # TLS checks the URL's own name; the connection is not reused, since the pool knows
+            # it by address only and another host at that address must not get it.
+            extensions["sni_hostname"] = target.host
+            headers["Connection"] = "close"
         assert self.client is not None
         try:
             response = await self.client.post(pinned, content=body, headers=headers, extensions=extensions)
