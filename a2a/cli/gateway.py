@@ -85,6 +85,19 @@ def add_gateway_parser(
         default=60.0,
         help="seconds a request's body may take to arrive after its head (default 60)",
     )
+    p.add_argument(
+        "--push-allow-private",
+        action="store_true",
+        help="let push-notification URLs name private, loopback and link-local addresses "
+        "(refused by default: a client could otherwise reach services only the gateway can)",
+    )
+    p.add_argument(
+        "--push-allow-cidr",
+        action="append",
+        default=[],
+        metavar="CIDR",
+        help="a network push-notification URLs may name although it is not public (repeatable)",
+    )
     assert callable(connection_options)
     connection_options(p)
     p.set_defaults(func=cmd_gateway)
@@ -124,6 +137,8 @@ def cmd_gateway(args: argparse.Namespace) -> int:
         body_timeout=args.body_timeout,
         default_agent=args.default_agent,
         origin_card=args.origin_card,
+        push_allow_private=args.push_allow_private,
+        push_allow_cidrs=tuple(args.push_allow_cidr),
     )
 
     async def run(settings: Settings) -> None:

@@ -18,7 +18,8 @@ Rights go by key family (``P`` = ``a2a:{<ns>}:``):
   the admin writes ``grants``;
 * history (``P conv:*``, ``P active:*``): read and written by every user (shared);
 * gateway tasks (``P task:*``, ``P task-log:*``, ``P tasks:*``, ``P gw:*``; channels ``P task-events:*``,
-  ``P gw-cancel``): the ``gateway`` user only;
+  ``P gw-cancel``) and their push notifications (``P push:*``, ``P pushes:*``, ``P push-due``,
+  ``P push-lease:*``): the ``gateway`` user only;
 * sessions (``P session:*``, ``P sessions:*``, ``P session-policy:*``, ``-rate:*``,
   ``-calls:*``, ``-audit:*``; channel ``P session-events``): the ``session`` and
   ``console`` users only.
@@ -157,6 +158,7 @@ GATEWAY_USER = "gateway"
 _TASKS = (
     *("set", "get", "mget", "zadd", "zcard", "zrevrange", "zremrangebyscore", "pexpire", "exists", "del"),
     *("rpush", "lrange", "ltrim"),  # the log of a task's stream events
+    *("hset", "hdel", "hkeys", "hmget", "hgetall", "zrem", "zrange", "zrangebyscore"),  # push notifications
 )
 GATEWAY_COMMANDS = tuple(dict.fromkeys((*CLIENT_COMMANDS, *_TASKS, "publish")))
 """A client that also keeps A2A tasks (``a2a.gateway.tasks``) and shares them with its replicas."""
@@ -238,6 +240,10 @@ def gateway_rules(namespace: str) -> list[str]:
         f"~{p}task-log:*",
         f"~{p}tasks:*",
         f"~{p}gw:*",
+        f"~{p}push:*",
+        f"~{p}pushes:*",
+        f"~{p}push-due",
+        f"~{p}push-lease:*",
         f"&{p}task-events:*",
         f"&{p}gw-cancel",
     ]

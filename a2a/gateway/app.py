@@ -290,6 +290,7 @@ async def serve_gateway(
         with closing(sock):  # serve_app closes it too; this covers a service that fails to start
             async with anyio.create_task_group() as tg:
                 await tg.start(service.run)
+                await tg.start(service.push.sender.run)
                 subscription = await _watch_hops(runtime, service) if runtime.audit.enabled else None
                 await tg.start(serve)
                 log.info(

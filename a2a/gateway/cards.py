@@ -72,7 +72,7 @@ def _card(
         description=description or name,
         supported_interfaces=_interfaces(url),
         version=extra.pop("version", "1.0.0"),
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False, **extra),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True, **extra),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
         skills=skills,

@@ -59,6 +59,27 @@ class GatewayConfig:
     """The agent that takes a message on the gateway's own endpoint naming no skill and no
     agent, as if it were sent to ``/agents/<name>`` (None: the only live agent, if exactly
     one is; with several such a message is refused)."""
+    max_push_configs_per_task: int = 10
+    """Push-notification configurations of one task."""
+    max_push_configs_per_user: int = 1000
+    """Push-notification configurations of one user, over all their tasks."""
+    push_allow_private: bool = False
+    """Push URLs may name private, loopback and link-local addresses (multicast and unspecified
+    ones stay refused)."""
+    push_allow_cidrs: tuple[str, ...] = ()
+    """Networks push URLs may name although they are not public (``"127.0.0.0/8"``)."""
+    push_timeout: float = 10.0
+    """Seconds one push notification's POST may take."""
+    push_backoff: float = 1.0
+    """Seconds before the first retry of a failed push; doubled on each failure in a row..."""
+    push_backoff_max: float = 60.0
+    """...up to this."""
+    push_give_up: float = 24 * 3600.0
+    """Seconds a receiver may keep failing before its pending notifications are dropped."""
+    push_lease: float = 60.0
+    """Seconds a replica holds a push channel it delivers (another takes it over after that)."""
+    push_concurrency: int = 32
+    """Push channels this replica delivers at once."""
     origin_card: OriginCard = "gateway"
     """What ``/.well-known/agent-card.json`` is: ``"gateway"``, one skill per capability and
     the routing rule in its description; ``"agent"``, the card of ``default_agent`` naming

@@ -8,18 +8,23 @@ from bus.errors import A2AError
 from transports.a2a_http import (
     A2AProtocolError,
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
     SubscribeToTaskRequest,
+    TaskPushNotificationConfig,
 )
 from transports.a2a_http import errors as e
 from transports.a2a_http.jsonrpc import Operation
 
 from .follow import events_of
-from .runs import snapshot, trimmed
+from .push_store import StoredConfig
+from .runs import Receiving, Run, snapshot, trimmed
 from .service import GatewayService
 from .subscriptions import Events
 
@@ -47,7 +52,7 @@ async def _unary(
     match op:
         case Operation.SEND_MESSAGE:
             assert isinstance(request, SendMessageRequest)
-            run, _ = await service.send(principal, request, agent=agent, listen=False)
+            run, _ = await _send(service, principal, request, agent, listen=False)
             config = request.configuration
             if config is None or not config.return_immediately:
                 await run.done.wait()
@@ -64,14 +69,34 @@ async def _unary(
             return await service.cancel(principal, request.id, agent)
         case Operation.GET_EXTENDED_CARD:
             raise A2AProtocolError(e.EXTENDED_CARD_NOT_CONFIGURED)
-        case (
-            Operation.CREATE_PUSH_CONFIG
-            | Operation.GET_PUSH_CONFIG
-            | Operation.LIST_PUSH_CONFIGS
-            | Operation.DELETE_PUSH_CONFIG
-        ):
-            raise A2AProtocolError(e.PUSH_NOT_SUPPORTED)
+        case Operation.CREATE_PUSH_CONFIG:
+            assert isinstance(request, TaskPushNotificationConfig)
+            return await service.push.create(principal, request, agent)
+        case Operation.GET_PUSH_CONFIG:
+            assert isinstance(request, GetTaskPushNotificationConfigRequest)
+            return await service.push.get(principal, request, agent)
+        case Operation.LIST_PUSH_CONFIGS:
+            assert isinstance(request, ListTaskPushNotificationConfigsRequest)
+            return await service.push.list(principal, request, agent)
+        case Operation.DELETE_PUSH_CONFIG:
+            assert isinstance(request, DeleteTaskPushNotificationConfigRequest)
+            return await service.push.delete(principal, request, agent)
     raise A2AProtocolError(e.METHOD_NOT_FOUND)
+
+
+async def _send(
+    service: GatewayService, principal: str, request: SendMessageRequest, agent: str | None, *, listen: bool
+) -> tuple[Run, Receiving | None]:
+    """``service.send``, with the push configuration of ``request.configuration`` checked
+    first and attached to the new task (told every event of it)."""
+    given = request.configuration.task_push_notification_config if request.configuration else None
+    prepared: StoredConfig | None = None
+    if given is not None:
+        prepared = await service.push.prepare(principal, given)
+    run, receive = await service.send(principal, request, agent=agent, listen=listen)
+    if prepared is not None:
+        await service.push.attach(run.stored, prepared, sent=0)
+    return run, receive
 
 
 async def stream(
@@ -98,7 +123,7 @@ async def _stream(
 ) -> Events:
     if op is Operation.SEND_STREAMING_MESSAGE:
         assert isinstance(request, SendMessageRequest)
-        run, receive = await service.send(principal, request, agent=agent, listen=True)
+        run, receive = await _send(service, principal, request, agent, listen=True)
         assert receive is not None
         return events_of(StreamResponse(task=snapshot(run.task)), receive)
     if op is Operation.SUBSCRIBE_TO_TASK:

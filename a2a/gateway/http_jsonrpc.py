@@ -16,6 +16,7 @@ from starlette.responses import Response
 from transports.a2a_http import A2AProtocolError, StreamResponse, codec
 from transports.a2a_http import errors as e
 from transports.a2a_http.compat03 import send_result_to_03, stream_result_to_03, task_to_03
+from transports.a2a_http.compat03_params import push_config_to_03
 from transports.a2a_http.jsonrpc import (
     MethodRef,
     Operation,
@@ -57,6 +58,10 @@ def _legacy_result(op: Operation, result: Any) -> Any:
         return send_result_to_03(result)
     if op in (Operation.GET_TASK, Operation.CANCEL_TASK):
         return task_to_03(result)
+    if op in (Operation.CREATE_PUSH_CONFIG, Operation.GET_PUSH_CONFIG):
+        return push_config_to_03(result)
+    if op is Operation.LIST_PUSH_CONFIGS:
+        return [push_config_to_03(config) for config in result.configs]
     return result
 
 

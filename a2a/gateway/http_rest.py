@@ -38,6 +38,10 @@ from .http_common import (
 
 __all__ = ["handle_rest"]
 
+_PUSH_BY_PATH = frozenset(
+    {Operation.GET_PUSH_CONFIG, Operation.LIST_PUSH_CONFIGS, Operation.DELETE_PUSH_CONFIG}
+)
+
 
 def _error(error: A2AProtocolError) -> Response:
     status, body = e.rest_error_body(error)
@@ -52,12 +56,17 @@ async def _params(request: Request, op: Operation, task_id: str | None, max_body
             return parse_get_task_query(task_id, query)
         if op is Operation.LIST_TASKS:
             return parse_list_tasks_query(query)
+        if op in _PUSH_BY_PATH:  # GET and DELETE: the path names it all
+            push_id = request.path_params.get("push_id", "")
+            return codec.convert({"taskId": task_id, **({"id": push_id} if push_id else {})}, PARAMS_V1[op])
         body = await read_body(request, max_body)
         data: Any = codec.decode(body) if body.strip() else {}
         if not isinstance(data, dict):
             raise A2AProtocolError(e.INVALID_REQUEST, "the body must be a JSON object")
         check_depth(data)
-        if task_id is not None:
+        if op is Operation.CREATE_PUSH_CONFIG:
+            data["taskId"] = task_id
+        elif task_id is not None:
             data["id"] = task_id
         return codec.convert(data, PARAMS_V1[op])
     except msgspec.ValidationError as exc:  # a DecodeError too: caught first
@@ -82,7 +91,8 @@ async def handle_rest(
                 events = await dispatch.stream(service, op, params, principal, agent, last_event_id(request))
                 return sse_response(events, _frame, _failed)
             result = await dispatch.unary(service, op, params, principal, agent)
-        return Response(codec.encode(result), media_type=A2A_JSON_MEDIA_TYPE)
+        body = codec.encode(result) if result is not None else b"{}"
+        return Response(body, media_type=A2A_JSON_MEDIA_TYPE)
     except A2AProtocolError as exc:
         return _error(exc)
 

@@ -54,6 +54,7 @@ from .mapping import (
     valid_id,
 )
 from .planning import plan_for
+from .push import PushNotifications
 from .replica import follow_cancels, heartbeat
 from .runs import Receiving, Run, is_done, note_question, overdue, show_progress, trimmed
 from .subscriptions import Events, Subscriptions
@@ -82,6 +83,7 @@ class GatewayService:
             settings.max_task_ttl if self.durable else min(config.max_timeout, settings.max_ttl)
         )
         self.durable_runs = DurableRuns(self)
+        self.push = PushNotifications(store, config, self.owned, self.replica)
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope = anyio.CancelScope(shield=True)
         self._stopping = False
@@ -292,7 +294,8 @@ class GatewayService:
         numbered = run.numbered(event)
         run.emit(numbered)
         pending, run.unpublished = run.unpublished, []
-        await self.store.save(run.stored, *pending, numbered)
+        if configs := await self.store.save(run.stored, *pending, numbered):
+            await self.push.changed(run.task.id, configs)
 
     def add_artifact(self, run: Run, result: Any) -> None:
         """The result as an artifact: streamed now, stored and published with the final state."""

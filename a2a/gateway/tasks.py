@@ -6,6 +6,7 @@ Keys (the namespace's hash tag keeps them in one Redis Cluster slot):
     a2a:{ns}:task-log:<taskId>    its stream events so far, each "<n> <JSON>" (n = 1, 2, ...)
     a2a:{ns}:tasks:<owner>        sorted set of the owner's task ids by last update (ms)
     a2a:{ns}:gw:<replica>         present while that replica is alive (refreshed, expiring)
+    a2a:{ns}:push:<taskId>        the task's push-notification configurations (:mod:`.push_store`)
 
 Channels:
 
@@ -103,8 +104,15 @@ class TaskStore:
     def _replica(self, replica: str) -> str:
         return f"{self.prefix}gw:{replica}"
 
-    async def save(self, stored: StoredTask, *events: Numbered) -> None:
-        """Write the task, index it under its owner, log and publish ``events``: one round trip."""
+    def push_key(self, task_id: str) -> str:
+        return f"{self.prefix}push:{task_id}"
+
+    async def save(self, stored: StoredTask, *events: Numbered) -> list[str]:
+        """Write the task, index it under its owner, log and publish ``events``: one round trip.
+
+        Returns the fields of the task's push configurations when ``events`` are given (the
+        caller queues their delivery); nothing to do, usually: an empty list.
+        """
         stored.updated = now = int(time.time() * 1000)
         task_id = stored.task.id
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -119,8 +127,13 @@ class TaskStore:
                 pipe.pexpire(self._log(task_id), self.ttl_ms)
                 for line in lines:
                     pipe.publish(self.events_channel(task_id), line)
+                pipe.hkeys(self.push_key(task_id))
             with redis_errors("save task"):
-                await pipe.execute()
+                results = await pipe.execute()
+        if not events or not results[-1]:
+            return []
+        fields = (f.decode(errors="replace") if isinstance(f, bytes) else str(f) for f in results[-1])
+        return [f for f in fields if "#" not in f]
 
     async def events_after(self, task_id: str, after: int) -> list[Numbered]:
         """The task's logged events numbered after ``after``, in order."""

@@ -233,7 +233,9 @@ RPC_CASES = [
     rpc_case("gateway-skill-nobody-has", send(metadata={"skillId": "juggling"}), -32602, path="/"),
     rpc_case("gateway-skill-id-junk", send(metadata={"skillId": "a b"}), -32602, path="/"),
     rpc_case(
-        "push-config", rpc("CreateTaskPushNotificationConfig", {"taskId": "t", "url": "https://x"}), -32003
+        "push-config-task-unknown",
+        rpc("CreateTaskPushNotificationConfig", {"taskId": "t", "url": "https://x"}),
+        -32001,
     ),
     rpc_case("extended-card", rpc("GetExtendedAgentCard", {}), -32007, path="/"),
 ]
@@ -315,12 +317,12 @@ REST_CASES = [
         "subscribe-unknown-get", "GET", "/agents/echo/tasks/nope:subscribe", None, 404, "TASK_NOT_FOUND"
     ),
     rest_case(
-        "push-config",
+        "push-config-task-unknown",
         "POST",
         "/tasks/x/pushNotificationConfigs",
         b'{"url":"https://x"}',
-        400,
-        "PUSH_NOTIFICATION_NOT_SUPPORTED",
+        404,
+        "TASK_NOT_FOUND",
     ),
     rest_case("extended-card", "GET", "/extendedAgentCard", None, 400, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
     rest_case("agent-not-live", "POST", "/agents/ghost/message:send", BODY, 400, "INVALID_PARAMS"),

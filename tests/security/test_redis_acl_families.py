@@ -25,6 +25,7 @@ from redis.exceptions import NoPermissionError
 from a2a import Agent, Context, Runtime, Settings
 from a2a.cli.main import build_parser, run_command
 from a2a.console import ConsoleAuth, serve_console
+from a2a.gateway import GatewayConfig
 from a2a.gateway.tasks import StoredTask, TaskStore
 from a2a.sessions import Limits, Sessions, SharedCallPolicy
 from a2a.sessions.model import Session
@@ -32,10 +33,12 @@ from a2a.sessions.store import SessionStore
 from discovery.registry import RegistryKeys
 from tests.gateway.agents import echo, slow
 from tests.gateway.conftest import action, gateway_on, message
+from tests.gateway.webhook import Receiver, receiver
 from tests.security.redis_acl import AclServer, running_acl
 from transports.a2a_http import Task, TaskStatus
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+__all__ = ["receiver"]  # the fixture
 
 NAMESPACE = "families"
 AGENTS = ("echo", "slow", "drafter", "remote", "reader", "writer")
@@ -102,6 +105,10 @@ async def test_agents_and_clients_get_noperm_on_users_tasks_and_sessions(deploye
         ("GET", f"{P}task:t-alice"),
         ("ZREVRANGE", f"{P}tasks:alice", 0, -1),
         ("MGET", f"{P}task:t-alice"),
+        ("HGETALL", f"{P}push:t-alice"),
+        ("ZRANGE", f"{P}pushes:alice", 0, -1),
+        ("ZRANGE", f"{P}push-due", 0, -1),
+        ("GET", f"{P}push-lease:t-alice|c"),
     ]
     sessions = [
         ("GET", f"{P}session:s-alice"),
@@ -192,6 +199,26 @@ async def test_the_gateway_keeps_its_tasks_as_its_own_user(deployed: AclServer, 
             assert cancelled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
             listed = await gw.list_tasks()
             assert {t["id"] for t in listed["tasks"]} == {done["id"], running["id"]}
+
+
+async def test_the_gateway_pushes_notifications_as_its_own_user(
+    deployed: AclServer, nats_url: str, receiver: Receiver
+) -> None:
+    config = GatewayConfig(default_timeout=10, push_allow_cidrs=("127.0.0.0/8",), push_backoff=0.2)
+    async with (
+        serving(deployed, nats_url, echo),
+        Runtime(as_user(deployed, nats_url, "gateway")) as runtime,
+    ):
+        await runtime.wait_for_agents(["echo"])
+        async with gateway_on(runtime, config=config) as gw, receiver.up():
+            push = {"taskPushNotificationConfig": {"url": receiver.url, "id": "c"}}
+            task = await gw.send(message(text="hello"), agent="echo", configuration=push)
+            events = await receiver.wait_final(task["id"])
+            assert len(events) >= 3, events
+            listed = await gw.rpc("ListTaskPushNotificationConfigs", {"taskId": task["id"]})
+            assert [c["id"] for c in listed["result"]["configs"]] == ["c"]
+            deleted = await gw.rpc("DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "c"})
+            assert "result" in deleted, deleted
 
 
 async def test_a_session_runs_as_the_session_user(deployed: AclServer, nats_url: str) -> None:
