@@ -26,14 +26,18 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from a2a import Agent, Runtime, Settings
 from a2a.dev.sdk_env import ensure_sdk_python
 from a2a.dev.servers import die_with_parent
+from a2a.gateway import Authenticator, GatewayConfig, serve_gateway
 
 collect_ignore = ["sdk"]
 
@@ -79,15 +83,10 @@ def _argv(python: Path, script: Path, *args: str) -> list[str]:
     return [str(python), "-E", "-s", str(script), *args]
 
 
-def run_sdk_client(sdk_python: Path, *args: str, timeout: float = 30) -> SdkOutput:
-    """Run ``tests/interop/sdk/client.py`` with ``args``; its parsed stdout lines and exit code."""
+def run_json_lines(argv: list[str], cwd: Path, timeout: float = 30) -> SdkOutput:
+    """Run a client program that prints one JSON object a line; its parsed lines and exit code."""
     proc = subprocess.run(
-        _argv(sdk_python, CLIENT, *args),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        cwd=SDK_DIR,
+        argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, cwd=cwd
     )
     lines = []
     for raw in proc.stdout.splitlines():
@@ -96,6 +95,11 @@ def run_sdk_client(sdk_python: Path, *args: str, timeout: float = 30) -> SdkOutp
         except json.JSONDecodeError:
             raise AssertionError(f"client printed a non-JSON line {raw!r}\nstderr:\n{proc.stderr}") from None
     return SdkOutput(lines, proc.returncode, proc.stderr)
+
+
+def run_sdk_client(sdk_python: Path, *args: str, timeout: float = 30) -> SdkOutput:
+    """Run ``tests/interop/sdk/client.py`` with ``args``; its parsed stdout lines and exit code."""
+    return run_json_lines(_argv(sdk_python, CLIENT, *args), SDK_DIR, timeout)
 
 
 def _options(options: dict[str, Any]) -> list[str]:
@@ -222,3 +226,20 @@ def sdk_client(sdk_python: Path) -> Callable[..., SdkOutput]:
         return run_sdk_client(sdk_python, *args, timeout=timeout)
 
     return run
+
+
+@asynccontextmanager
+async def origin_gateway(
+    settings: Settings, served: tuple[Agent, ...], config: GatewayConfig
+) -> AsyncIterator[str]:
+    """The origin URL of a gateway over a runtime serving ``served`` on the test servers."""
+    async with Runtime(settings) as runtime, anyio.create_task_group() as tg:
+        await runtime.serve(*served)
+        await runtime.wait_for_agents([a.name for a in served])
+        port = await tg.start(
+            lambda task_status: serve_gateway(
+                runtime, port=0, config=config, auth=Authenticator(), task_status=task_status
+            )
+        )
+        yield f"http://127.0.0.1:{port}"
+        tg.cancel_scope.cancel()
