@@ -12,8 +12,13 @@ Typical use::
         out = run_sdk_client(sdk_python, "--url", url, "--binding", "rest", "send", "hi")
         assert out.returncode == 0 and out.last("task")["status"]["state"] == "TASK_STATE_COMPLETED"
 
-Set ``A2A_SKIP_INTEROP=1`` to skip these tests; otherwise a venv that cannot be built is
-an error. ``A2A_SDK_VENV`` moves the venv (default ``<repo>/.sdk-venv``).
+The official JavaScript SDK runs the same way (``js/*.mjs`` with node, in the copy of
+``js/`` that :func:`a2a.dev.node_env.ensure_node_project` installs with ``npm ci``).
+
+Set ``A2A_SKIP_INTEROP=1`` to skip these tests; otherwise an environment that cannot be
+built (a registry out of reach included) is an error. ``A2A_SDK_VENV`` and
+``A2A_NODE_PROJECTS`` move the environments (default ``<repo>/.sdk-venv`` and
+``<repo>/.node-projects``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import contextlib
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -35,13 +41,15 @@ import anyio
 import pytest
 
 from a2a import Agent, Runtime, Settings
+from a2a.dev.node_env import ensure_node_project
 from a2a.dev.sdk_env import ensure_sdk_python
 from a2a.dev.servers import die_with_parent
 from a2a.gateway import Authenticator, GatewayConfig, serve_gateway
 
-collect_ignore = ["sdk"]
+collect_ignore = ["sdk", "js"]
 
 SDK_DIR = Path(__file__).resolve().parent / "sdk"
+JS_DIR = Path(__file__).resolve().parent / "js"
 ECHO_SERVER = SDK_DIR / "echo_server.py"
 CLIENT = SDK_DIR / "client.py"
 READY_TIMEOUT = 30.0
@@ -226,6 +234,25 @@ def sdk_client(sdk_python: Path) -> Callable[..., SdkOutput]:
         return run_sdk_client(sdk_python, *args, timeout=timeout)
 
     return run
+
+
+def _skip_if_disabled() -> None:
+    if os.environ.get("A2A_SKIP_INTEROP") == "1":
+        pytest.skip("A2A_SKIP_INTEROP=1: interop tests are disabled")
+
+
+@pytest.fixture(scope="session")
+def js_project() -> Path:
+    """The installed copy of ``tests/interop/js`` (``npm ci`` on first use, a few seconds)."""
+    _skip_if_disabled()
+    return ensure_node_project(JS_DIR)
+
+
+def run_node(project: Path, script: str, *args: str, timeout: float = 60) -> SdkOutput:
+    """Run ``<project>/<script>`` with node; its parsed stdout lines."""
+    node = shutil.which("node")
+    assert node is not None, "node is not on PATH"
+    return run_json_lines([node, str(project / script), *args], project, timeout)
 
 
 @asynccontextmanager
