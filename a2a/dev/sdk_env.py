@@ -2,7 +2,8 @@
 
 The ``a2a-sdk`` installs a top-level ``a2a`` package of its own, which clashes with this
 project's, so it never shares an environment with it: tests run SDK programs with the
-interpreter returned by :func:`ensure_sdk_python`.
+interpreter returned by :func:`ensure_sdk_python`, and Google ADK programs (ADK's A2A
+support is built on the same SDK) with the one :func:`ensure_adk_python` returns.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SDK_REQUIREMENTS", "ensure_sdk_python"]
+__all__ = ["ADK_REQUIREMENTS", "SDK_REQUIREMENTS", "ensure_adk_python", "ensure_sdk_python"]
 
 SDK_REQUIREMENTS = ("a2a-sdk[http-server]==1.3.*", "uvicorn", "httpx")
 """What the SDK environment holds; changing it rebuilds existing environments."""
+
+ADK_REQUIREMENTS = ("google-adk[a2a]==2.13.*",)
+"""What the ADK environment holds (its ``a2a`` extra brings ``a2a-sdk``)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,13 @@ class _Env:
 
 _SDK = _Env(
     SDK_REQUIREMENTS, "a2a-sdk-requirements.txt", "a2a_sdk-1.3.*.dist-info", "A2A_SDK_VENV", ".sdk-venv"
+)
+_ADK = _Env(
+    ADK_REQUIREMENTS,
+    "google-adk-requirements.txt",
+    "google_adk-2.13.*.dist-info",
+    "A2A_ADK_VENV",
+    ".adk-venv",
 )
 
 
@@ -95,3 +106,13 @@ def ensure_sdk_python(root: Path | None = None) -> Path:
     Raises ``RuntimeError`` with pip's last output lines if the build fails.
     """
     return _ensure(root, _SDK)
+
+
+def ensure_adk_python(root: Path | None = None) -> Path:
+    """The python executable of a venv holding ``google-adk[a2a]==2.13.*``.
+
+    ``root`` is the venv directory; by default ``$A2A_ADK_VENV``, else ``<repo>/.adk-venv``.
+    Built, reused and locked as :func:`ensure_sdk_python` does; raises ``RuntimeError``
+    with pip's last output lines if the build fails.
+    """
+    return _ensure(root, _ADK)

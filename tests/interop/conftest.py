@@ -12,13 +12,15 @@ Typical use::
         out = run_sdk_client(sdk_python, "--url", url, "--binding", "rest", "send", "hi")
         assert out.returncode == 0 and out.last("task")["status"]["state"] == "TASK_STATE_COMPLETED"
 
-The official JavaScript SDK runs the same way (``js/*.mjs`` with node, in the copy of
-``js/`` that :func:`a2a.dev.node_env.ensure_node_project` installs with ``npm ci``).
+Two more clients run the same way: Google ADK's ``RemoteA2aAgent`` (``adk/*.py``, under
+the interpreter of :func:`a2a.dev.sdk_env.ensure_adk_python`) and the official JavaScript
+SDK (``js/*.mjs`` with node, in the copy of ``js/`` that
+:func:`a2a.dev.node_env.ensure_node_project` installs with ``npm ci``).
 
 Set ``A2A_SKIP_INTEROP=1`` to skip these tests; otherwise an environment that cannot be
-built (a registry out of reach included) is an error. ``A2A_SDK_VENV`` and
-``A2A_NODE_PROJECTS`` move the environments (default ``<repo>/.sdk-venv`` and
-``<repo>/.node-projects``).
+built (a registry out of reach included) is an error. ``A2A_SDK_VENV``, ``A2A_ADK_VENV``
+and ``A2A_NODE_PROJECTS`` move the environments (default ``<repo>/.sdk-venv``,
+``<repo>/.adk-venv`` and ``<repo>/.node-projects``).
 """
 
 from __future__ import annotations
@@ -42,13 +44,14 @@ import pytest
 
 from a2a import Agent, Runtime, Settings
 from a2a.dev.node_env import ensure_node_project
-from a2a.dev.sdk_env import ensure_sdk_python
+from a2a.dev.sdk_env import ensure_adk_python, ensure_sdk_python
 from a2a.dev.servers import die_with_parent
 from a2a.gateway import Authenticator, GatewayConfig, serve_gateway
 
-collect_ignore = ["sdk", "js"]
+collect_ignore = ["sdk", "adk", "js"]
 
 SDK_DIR = Path(__file__).resolve().parent / "sdk"
+ADK_DIR = Path(__file__).resolve().parent / "adk"
 JS_DIR = Path(__file__).resolve().parent / "js"
 ECHO_SERVER = SDK_DIR / "echo_server.py"
 CLIENT = SDK_DIR / "client.py"
@@ -242,10 +245,22 @@ def _skip_if_disabled() -> None:
 
 
 @pytest.fixture(scope="session")
+def adk_python() -> Path:
+    """The python of the google-adk venv (built on first use, about half a minute)."""
+    _skip_if_disabled()
+    return ensure_adk_python()
+
+
+@pytest.fixture(scope="session")
 def js_project() -> Path:
     """The installed copy of ``tests/interop/js`` (``npm ci`` on first use, a few seconds)."""
     _skip_if_disabled()
     return ensure_node_project(JS_DIR)
+
+
+def run_adk(adk_python: Path, script: str, *args: str, timeout: float = 60) -> SdkOutput:
+    """Run ``tests/interop/adk/<script>`` under the ADK venv; its parsed stdout lines."""
+    return run_json_lines(_argv(adk_python, ADK_DIR / script, *args), ADK_DIR, timeout)
 
 
 def run_node(project: Path, script: str, *args: str, timeout: float = 60) -> SdkOutput:
