@@ -12,8 +12,15 @@ Typical use::
         out = run_sdk_client(sdk_python, "--url", url, "--binding", "rest", "send", "hi")
         assert out.returncode == 0 and out.last("task")["status"]["state"] == "TASK_STATE_COMPLETED"
 
-Set ``A2A_SKIP_INTEROP=1`` to skip these tests; otherwise a venv that cannot be built is
-an error. ``A2A_SDK_VENV`` moves the venv (default ``<repo>/.sdk-venv``).
+Two more clients run the same way: Google ADK's ``RemoteA2aAgent`` (``adk/*.py``, under
+the interpreter of :func:`a2a.dev.sdk_env.ensure_adk_python`) and the official JavaScript
+SDK (``js/*.mjs`` with node, in the copy of ``js/`` that
+:func:`a2a.dev.node_env.ensure_node_project` installs with ``npm ci``).
+
+Set ``A2A_SKIP_INTEROP=1`` to skip these tests; otherwise an environment that cannot be
+built (a registry out of reach included) is an error. ``A2A_SDK_VENV``, ``A2A_ADK_VENV``
+and ``A2A_NODE_PROJECTS`` move the environments (default ``<repo>/.sdk-venv``,
+``<repo>/.adk-venv`` and ``<repo>/.node-projects``).
 """
 
 from __future__ import annotations
@@ -22,22 +29,30 @@ import contextlib
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from a2a.dev.sdk_env import ensure_sdk_python
+from a2a import Agent, Runtime, Settings
+from a2a.dev.node_env import ensure_node_project
+from a2a.dev.sdk_env import ensure_adk_python, ensure_sdk_python
 from a2a.dev.servers import die_with_parent
+from a2a.gateway import Authenticator, GatewayConfig, serve_gateway
 
-collect_ignore = ["sdk"]
+collect_ignore = ["sdk", "adk", "js"]
 
 SDK_DIR = Path(__file__).resolve().parent / "sdk"
+ADK_DIR = Path(__file__).resolve().parent / "adk"
+JS_DIR = Path(__file__).resolve().parent / "js"
 ECHO_SERVER = SDK_DIR / "echo_server.py"
 CLIENT = SDK_DIR / "client.py"
 READY_TIMEOUT = 30.0
@@ -79,15 +94,10 @@ def _argv(python: Path, script: Path, *args: str) -> list[str]:
     return [str(python), "-E", "-s", str(script), *args]
 
 
-def run_sdk_client(sdk_python: Path, *args: str, timeout: float = 30) -> SdkOutput:
-    """Run ``tests/interop/sdk/client.py`` with ``args``; its parsed stdout lines and exit code."""
+def run_json_lines(argv: list[str], cwd: Path, timeout: float = 30) -> SdkOutput:
+    """Run a client program that prints one JSON object a line; its parsed lines and exit code."""
     proc = subprocess.run(
-        _argv(sdk_python, CLIENT, *args),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        cwd=SDK_DIR,
+        argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, cwd=cwd
     )
     lines = []
     for raw in proc.stdout.splitlines():
@@ -96,6 +106,11 @@ def run_sdk_client(sdk_python: Path, *args: str, timeout: float = 30) -> SdkOutp
         except json.JSONDecodeError:
             raise AssertionError(f"client printed a non-JSON line {raw!r}\nstderr:\n{proc.stderr}") from None
     return SdkOutput(lines, proc.returncode, proc.stderr)
+
+
+def run_sdk_client(sdk_python: Path, *args: str, timeout: float = 30) -> SdkOutput:
+    """Run ``tests/interop/sdk/client.py`` with ``args``; its parsed stdout lines and exit code."""
+    return run_json_lines(_argv(sdk_python, CLIENT, *args), SDK_DIR, timeout)
 
 
 def _options(options: dict[str, Any]) -> list[str]:
@@ -222,3 +237,51 @@ def sdk_client(sdk_python: Path) -> Callable[..., SdkOutput]:
         return run_sdk_client(sdk_python, *args, timeout=timeout)
 
     return run
+
+
+def _skip_if_disabled() -> None:
+    if os.environ.get("A2A_SKIP_INTEROP") == "1":
+        pytest.skip("A2A_SKIP_INTEROP=1: interop tests are disabled")
+
+
+@pytest.fixture(scope="session")
+def adk_python() -> Path:
+    """The python of the google-adk venv (built on first use, about half a minute)."""
+    _skip_if_disabled()
+    return ensure_adk_python()
+
+
+@pytest.fixture(scope="session")
+def js_project() -> Path:
+    """The installed copy of ``tests/interop/js`` (``npm ci`` on first use, a few seconds)."""
+    _skip_if_disabled()
+    return ensure_node_project(JS_DIR)
+
+
+def run_adk(adk_python: Path, script: str, *args: str, timeout: float = 60) -> SdkOutput:
+    """Run ``tests/interop/adk/<script>`` under the ADK venv; its parsed stdout lines."""
+    return run_json_lines(_argv(adk_python, ADK_DIR / script, *args), ADK_DIR, timeout)
+
+
+def run_node(project: Path, script: str, *args: str, timeout: float = 60) -> SdkOutput:
+    """Run ``<project>/<script>`` with node; its parsed stdout lines."""
+    node = shutil.which("node")
+    assert node is not None, "node is not on PATH"
+    return run_json_lines([node, str(project / script), *args], project, timeout)
+
+
+@asynccontextmanager
+async def origin_gateway(
+    settings: Settings, served: tuple[Agent, ...], config: GatewayConfig
+) -> AsyncIterator[str]:
+    """The origin URL of a gateway over a runtime serving ``served`` on the test servers."""
+    async with Runtime(settings) as runtime, anyio.create_task_group() as tg:
+        await runtime.serve(*served)
+        await runtime.wait_for_agents([a.name for a in served])
+        port = await tg.start(
+            lambda task_status: serve_gateway(
+                runtime, port=0, config=config, auth=Authenticator(), task_status=task_status
+            )
+        )
+        yield f"http://127.0.0.1:{port}"
+        tg.cancel_scope.cancel()

@@ -8,18 +8,17 @@ client runs in its own virtual environment, driven from a worker thread.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from a2a import Agent, Runtime, Settings
-from a2a.gateway import Authenticator, GatewayConfig, serve_gateway
+from a2a import Settings
+from a2a.gateway import GatewayConfig
 from tests.gateway import agents
-from tests.interop.conftest import SdkOutput, run_sdk_client
+from tests.interop.conftest import SdkOutput, origin_gateway, run_sdk_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -30,21 +29,6 @@ COMBOS = [
     pytest.param("jsonrpc", "0.3", id="jsonrpc-0.3"),
 ]
 SEVERAL = (agents.echo, agents.slow, agents.front)
-
-
-@asynccontextmanager
-async def gateway(settings: Settings, served: tuple[Agent, ...], config: GatewayConfig) -> AsyncIterator[str]:
-    """The origin URL of a gateway over a runtime serving ``served``."""
-    async with Runtime(settings) as runtime, anyio.create_task_group() as tg:
-        await runtime.serve(*served)
-        await runtime.wait_for_agents([a.name for a in served])
-        port = await tg.start(
-            lambda task_status: serve_gateway(
-                runtime, port=0, config=config, auth=Authenticator(), task_status=task_status
-            )
-        )
-        yield f"http://127.0.0.1:{port}"
-        tg.cancel_scope.cancel()
 
 
 @pytest.fixture
@@ -64,7 +48,7 @@ async def test_a_plain_message_to_the_origin_reaches_the_default_agent(
     settings: Settings, sdk: Any, binding: str, version: str
 ) -> None:
     config = GatewayConfig(default_timeout=20, default_agent="echo")
-    async with gateway(settings, SEVERAL, config) as url:
+    async with origin_gateway(settings, SEVERAL, config) as url:
         out = (await sdk("--url", url, "--binding", binding, "--version", version, "send", "hello café")).ok()
         task = out.last("task")
         assert task["status"]["state"] == COMPLETED
@@ -73,7 +57,7 @@ async def test_a_plain_message_to_the_origin_reaches_the_default_agent(
 
 async def test_the_origin_card_is_the_default_agents(settings: Settings, sdk: Any) -> None:
     config = GatewayConfig(default_timeout=20, default_agent="front", origin_card="agent")
-    async with gateway(settings, SEVERAL, config) as url:
+    async with origin_gateway(settings, SEVERAL, config) as url:
         card = (await sdk("--url", url, "card")).ok().last("card")
         assert card["name"] == "front" and {s["id"] for s in card["skills"]} == {"relay", "steps"}
         assert {i["url"] for i in card["supportedInterfaces"]} == {url}
@@ -84,7 +68,7 @@ async def test_the_origin_card_is_the_default_agents(settings: Settings, sdk: An
 
 
 async def test_with_one_live_agent_the_origin_needs_no_option(settings: Settings, sdk: Any) -> None:
-    async with gateway(settings, (agents.echo,), GatewayConfig(default_timeout=20)) as url:
+    async with origin_gateway(settings, (agents.echo,), GatewayConfig(default_timeout=20)) as url:
         out = (await sdk("--url", url, "--binding", "rest", "send", "only one")).ok()
         assert texts(out.last("task")) == ["only one"]
 
@@ -92,7 +76,7 @@ async def test_with_one_live_agent_the_origin_needs_no_option(settings: Settings
 async def test_with_several_agents_and_no_default_the_client_is_told_what_to_do(
     settings: Settings, sdk: Any
 ) -> None:
-    async with gateway(settings, SEVERAL, GatewayConfig(default_timeout=20)) as url:
+    async with origin_gateway(settings, SEVERAL, GatewayConfig(default_timeout=20)) as url:
         card = (await sdk("--url", url, "card")).ok().last("card")
         assert "a message naming none is refused" in card["description"]
         out = await sdk("--url", url, "send", "whose?")
