@@ -74,6 +74,13 @@ def add_gateway_parser(
     )
     p.add_argument("--max-timeout", type=seconds, default=600.0, help="the most a client may ask for")
     p.add_argument(
+        "--replica-ttl",
+        type=seconds,
+        default=15.0,
+        help="seconds without a heartbeat after which another replica counts this one gone "
+        "(and fails, or with durable tasks adopts, the tasks it ran)",
+    )
+    p.add_argument(
         "--header-timeout",
         type=seconds,
         default=10.0,
@@ -133,6 +140,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
         public_url=args.public_url,
         default_timeout=args.timeout,
         max_timeout=args.max_timeout,
+        replica_ttl=args.replica_ttl,
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
         default_agent=args.default_agent,

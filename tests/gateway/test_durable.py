@@ -74,7 +74,7 @@ def replica_a(settings: Settings) -> Iterator[tuple[str, subprocess.Popen[bytes]
     port = free_port()
     env = agent_env(durable(settings), A2A_TASKS="1", A2A_TASK_ACK_WAIT="1.5")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "a2a", "gateway", "--port", str(port)],
+        [sys.executable, "-m", "a2a", "gateway", "--port", str(port), "--replica-ttl", "2"],
         env=env,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
