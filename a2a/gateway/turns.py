@@ -10,6 +10,8 @@ with the parameters its question gave (``details.resume``) and the answer as ``r
 
 from __future__ import annotations
 
+import msgspec
+
 from transports.a2a_http import A2AProtocolError, Message
 from transports.a2a_http import errors as e
 
@@ -45,16 +47,7 @@ def follow_up(
         raise A2AProtocolError(e.INVALID_PARAMS, str(exc)) from None
     action = (task.metadata or {}).get("action")
     plan = CallPlan(stored.asked or stored.agent, str(action or ""), {**stored.resume, "resume": answer})
-    joined = Message(
-        message_id=message.message_id,
-        context_id=task.context_id,
-        task_id=task.id,
-        role=message.role,
-        parts=message.parts,
-        metadata=message.metadata,
-        extensions=message.extensions,
-        reference_task_ids=message.reference_task_ids,
-    )
+    joined = msgspec.structs.replace(message, context_id=task.context_id, task_id=task.id)
     task.history = [*task.history, joined]
     task.status = status("TASK_STATE_WORKING")
     stored.resume = None
