@@ -75,7 +75,12 @@ class LocalView(RankedEntries):
             registry's); the others are ranked by match score times trust.
     """
 
-    def __init__(self, registry: Registry, *, trust_floor: float | None = None) -> None:
+    def __init__(
+        self, registry: Registry, *, trust_floor: float | None = None, read_budget: int = 1000
+    ) -> None:
+        """``read_budget``: the reads of instances that events name this view makes per
+        heartbeat interval (or as many as it holds entries, if more) before it takes a flood
+        for what it is and loads a snapshot once the interval is over instead."""
         super().__init__(trust_floor=registry.trust_floor if trust_floor is None else trust_floor)
         self.registry = registry
         self.connected = False
@@ -90,7 +95,7 @@ class LocalView(RankedEntries):
         self._refetch = Refetch(registry.heartbeat_interval)
         self._recheck = Quarantine(registry.heartbeat_interval, limit=10_000_000)  # bounded by entries
         """Entries whose load an event changed, read back one interval later."""
-        self._budget = ReadBudget(registry.heartbeat_interval)
+        self._budget = ReadBudget(registry.heartbeat_interval, floor=read_budget)
         self._over_cap: dict[str, dict[str, None]] = {}
         """Agent -> instances refused because it had as many as its grant allows: read back
         when one of its entries goes (at most ``MAX_WAITING`` per agent)."""
