@@ -5,17 +5,15 @@ nats-server, JetStream and Redis; a real LangGraph graph with ``interrupt()``)."
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 import msgspec
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import interrupt
 
 from a2a import Agent, Context, Settings
-from a2a.adapters.langgraph import from_langgraph
 from a2a.errors import InputRequired
+from tests.adapters.test_langgraph import asker
 from tests.helpers import AgentProcess
 
 from .conftest import gateway_on, message, runtime_serving
@@ -33,28 +31,6 @@ async def greet(ctx: Context, params: dict[str, Any]) -> Any:
     if "resume" not in params:
         raise InputRequired("what is your name?", details={"resume": {"step": 2}})
     return f"hello {params['resume']} (step {params['step']})"
-
-
-class Question(TypedDict, total=False):
-    text: str
-    answer: str
-
-
-def graph_asker() -> Agent:
-    def ask(state: Question) -> Question:
-        return {"answer": str(interrupt(f"really {state['text']}?"))}
-
-    builder = StateGraph(Question)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "ask")
-    builder.add_edge("ask", END)
-    return from_langgraph(
-        builder.compile(),
-        name="graph",
-        input_of=lambda text: {"text": text},
-        output_of=lambda s: s,
-        checkpointer=InMemorySaver(),
-    )
 
 
 def text_of(status: dict[str, Any]) -> str:
@@ -106,7 +82,10 @@ async def test_a_durable_task_waits_for_input_while_its_agent_process_is_replace
 
 
 async def test_a_langgraph_interrupt_is_a_question_and_the_follow_up_its_answer(settings: Settings) -> None:
-    async with runtime_serving(settings, graph_asker()) as runtime, gateway_on(runtime) as gw:
+    async with (
+        runtime_serving(settings, asker("graph", checkpointer=InMemorySaver())) as runtime,
+        gateway_on(runtime) as gw,
+    ):
         asked = await gw.send(message(text="go"), agent="graph")
         assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", asked
         assert "really go?" in text_of(asked["status"])
