@@ -33,7 +33,7 @@ import anyio
 from ._match import subject_matches
 from .errors import MessageTooLarge
 
-__all__ = ["Delivery", "DurableStore", "MemoryDurable", "Notice"]
+__all__ = ["Delivery", "DurableStore", "MemoryDurable", "Notice", "checked_key"]
 
 
 class Delivery(abc.ABC):
@@ -211,12 +211,13 @@ class _MemoryDelivery(Delivery):
             self.store.wake()
 
 
-_KEY = re.compile(r"^[-/_=.a-zA-Z0-9]+$")
+_KEY = re.compile(r"^[-/_=a-zA-Z0-9]+(\.[-/_=a-zA-Z0-9]+)*$")
 
 
-def _checked(key: str) -> str:
-    """A key as JetStream's buckets take them (the twin refuses what they refuse)."""
-    if not _KEY.match(key) or key.startswith(".") or key.endswith("."):
+def checked_key(key: str) -> str:
+    """A key as both stores take it: a bucket's key rule, and no empty token (its subject
+    would be invalid); raises ValueError for another."""
+    if not _KEY.match(key):
         raise ValueError(f"invalid key {key[:80]!r}")
     return key
 
@@ -307,7 +308,7 @@ class MemoryDurable(DurableStore):
     # -- bucket --------------------------------------------------------------------------
 
     async def create(self, key: str, value: bytes) -> bool:
-        if _checked(key) in self._kv:
+        if checked_key(key) in self._kv:
             return False
         await self.put(key, value)
         return True
@@ -315,14 +316,14 @@ class MemoryDurable(DurableStore):
     async def put(self, key: str, value: bytes) -> None:
         if len(value) > self.max_payload:
             raise MessageTooLarge(len(value), self.max_payload)
-        self._kv[_checked(key)] = value
+        self._kv[checked_key(key)] = value
         for pattern, notices in self._watchers.items():
             if pattern == key or subject_matches(pattern, key):
                 for notice in notices:
                     notice.fire(key, value)  # only stored writes get here: a lost create does not
 
     async def delete(self, key: str) -> None:
-        self._kv.pop(_checked(key), None)
+        self._kv.pop(checked_key(key), None)
 
     async def get(self, key: str) -> bytes | None:
         return self._kv.get(key)

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager, suppress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
+import anyio
+import msgspec
 import nats.errors
 import nats.js.errors
 from nats.aio.msg import Msg
@@ -34,15 +36,45 @@ from nats.js.kv import KeyValue
 from ._match import subject_matches
 from ._nats import NatsTransport
 from .base import Subscription
-from .durable import Delivery, DurableStore, Notice
+from .durable import Delivery, DurableStore, Notice, checked_key
 from .errors import MessageTooLarge, TransportError
 from .jetstream_config import StoreConfig
 
 __all__ = ["JetStreamDurable", "StoreConfig", "jetstream_errors"]
 
 
+LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
+
 RECENT = 8192
-"""Stored values heard lately that a store keeps for watchers that come a moment later."""
+"""Stored values heard lately that a store keeps for watchers that come a moment later (at
+most; when one more is heard, the older half is forgotten)."""
+
+
+WRONG_LAST = frozenset({10071, 10164})
+"""The server's codes for a write refused because the subject's last sequence differs."""
+
+
+class _ApiError(msgspec.Struct):
+    code: int = 0
+    err_code: int = 0
+    description: str = ""
+
+
+class _PubAck(msgspec.Struct):
+    """The server's answer to a stored publish (nats-py's PubAck, read without its dataclass)."""
+
+    seq: int = 0
+    duplicate: bool = False
+    error: _ApiError | None = None
+
+
+_read_ack = msgspec.json.Decoder(_PubAck).decode
+
+
+class _Refused(Exception):
+    def __init__(self, error: _ApiError) -> None:
+        super().__init__(error.description or f"JetStream error {error.err_code}")
+        self.err_code = error.err_code
 
 
 class _JetStreamDelivery(Delivery):
@@ -95,6 +127,7 @@ class JetStreamDurable(DurableStore):
         self._watchers: dict[str, list[Notice]] = {}
         self._patterns: dict[str, list[Notice]] = {}
         self._watching: dict[str, int] = {}
+        self._marking = anyio.Lock()
         transport.on_reconnect.append(self._reconnected)
         self._listen_at = f"$KV.{config.bucket}."
         """The prefix of the subjects watchers listen on (before the key)."""
@@ -144,8 +177,23 @@ class JetStreamDurable(DurableStore):
         if ttl is not None and self.ttl_supported:
             headers["Nats-TTL"] = f"{max(1, math.ceil(ttl))}s"
         with jetstream_errors("storing a task"):
-            ack = await self._js.publish(subject, data, headers=headers)
+            ack = await self._store(subject, data, headers)
         return 0 if ack.duplicate else ack.seq
+
+    async def _store(self, subject: str, data: bytes, headers: dict[str, str]) -> _PubAck:
+        """Publish to a stream and wait for the server's ack (nats-py's ``js.publish``, with
+        its answer decoded by msgspec: this is the hot path of every task)."""
+        try:
+            msg = await self.transport.nc.request(subject, data, timeout=5.0, headers=headers)
+        except nats.errors.NoRespondersError:
+            raise TransportError("no stream takes this subject") from None
+        try:
+            ack = _read_ack(msg.data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            raise TransportError("the server's answer to a stored publish is not an ack") from None
+        if ack.error is not None:
+            raise _Refused(ack.error)
+        return ack
 
     async def take(self, consumer: str, subject: str, *, max_items: int, timeout: float) -> list[Delivery]:
         with jetstream_errors("taking tasks"):
@@ -187,11 +235,17 @@ class JetStreamDurable(DurableStore):
 
     async def create(self, key: str, value: bytes) -> bool:
         self._fits(value)
+        checked_key(key)
         with jetstream_errors("writing a task's record"):
             try:
-                await self.kv.create(key, value)
-            except nats.js.errors.KeyWrongLastSequenceError:
-                return False
+                await self._store(f"$KV.{self.config.bucket}.{key}", value, {LAST_SUBJECT_SEQ: "0"})
+            except _Refused as exc:
+                if exc.err_code not in WRONG_LAST:
+                    raise
+                try:  # a deleted key keeps a marker: nats-py's create writes over it
+                    await self.kv.create(key, value)
+                except nats.js.errors.KeyWrongLastSequenceError:
+                    return False
         return True
 
     async def put(self, key: str, value: bytes) -> None:
@@ -261,14 +315,18 @@ class JetStreamDurable(DurableStore):
         found = self._listening.get(family)
         if found is not None and found[1] == self._reconnects():
             return
-        if family not in self._families:
-            self._families[family] = await self.transport.subscribe_stored(
-                self._listen_at + family, self._written
-            )
-        reconnects = self._reconnects()
-        with jetstream_errors("listening for task updates"):
-            info = await self._js.stream_info(self.config.stream)
-        self._listening[family] = (info.state.last_seq, reconnects)
+        async with self._marking:  # many submitters at once: one subscription, one read
+            found = self._listening.get(family)
+            if found is not None and found[1] == self._reconnects():
+                return
+            if family not in self._families:
+                self._families[family] = await self.transport.subscribe_stored(
+                    self._listen_at + family, self._written
+                )
+            reconnects = self._reconnects()
+            with jetstream_errors("listening for task updates"):
+                info = await self._js.stream_info(self.config.stream)
+            self._listening[family] = (info.state.last_seq, reconnects)
 
     def heard(self, key: str, family: str, after: int) -> tuple[bool, bytes | None]:
         found = self._listening.get(family)
@@ -312,9 +370,11 @@ class JetStreamDurable(DurableStore):
                 value = self._recent[key] = msg.data
                 self._recent.move_to_end(key)
                 if len(self._recent) > RECENT:
-                    self._recent.popitem(last=False)
-                    # A value heard was forgotten: nothing is covered until listening begins
-                    # again (the forgotten value's task was queued before the new mark).
+                    # Values heard are forgotten, the older half at once: nothing is covered
+                    # until listening begins again (one stream read sets a new mark, after
+                    # every forgotten value's task), and the next RECENT // 2 writes keep it.
+                    for _ in range(RECENT - RECENT // 2):
+                        self._recent.popitem(last=False)
                     self._listening = {f: (mark, -1) for f, (mark, _) in self._listening.items()}
         for notice in self._watchers.get(key, ()):
             notice.fire(key, value)
@@ -334,12 +394,22 @@ class JetStreamDurable(DurableStore):
         self._pulls.clear()
 
 
-@contextmanager
-def jetstream_errors(doing: str) -> Iterator[None]:
-    """nats-py's errors as TransportError (the one edge of this module)."""
-    try:
-        yield
-    except nats.js.errors.InvalidKeyError as exc:
-        raise ValueError(str(exc) or "invalid key") from None
-    except (nats.errors.Error, OSError) as exc:
-        raise TransportError(f"JetStream failed {doing}: {exc or type(exc).__name__}") from exc
+class jetstream_errors:
+    """nats-py's errors as TransportError (the one edge of this module; a class, not a
+    generator: it wraps every store operation)."""
+
+    __slots__ = ("doing",)
+
+    def __init__(self, doing: str) -> None:
+        self.doing = doing
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if exc is None:
+            return
+        if isinstance(exc, nats.js.errors.InvalidKeyError):
+            raise ValueError(str(exc) or "invalid key") from None
+        if isinstance(exc, (nats.errors.Error, OSError, _Refused)):
+            raise TransportError(f"JetStream failed {self.doing}: {exc or type(exc).__name__}") from exc

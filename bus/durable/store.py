@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
 import msgspec
@@ -20,16 +19,26 @@ T = TypeVar("T")
 _encode = msgspec.json.Encoder().encode
 
 
-@contextmanager
-def _unavailable(doing: str) -> Iterator[None]:
-    try:
-        yield
-    except MessageTooLarge as exc:
-        raise PayloadTooLarge(f"the task store refused {doing}: {exc}") from None
-    except TransportError as exc:
-        raise Unavailable(f"the task store failed {doing}: {exc}") from None
-    except ValueError as exc:  # a key or value the store cannot take
-        raise InvalidParams(f"the task store refused {doing}: {exc}") from None
+class _unavailable:
+    """Store errors as A2A errors (a class, not a generator: it wraps every store operation)."""
+
+    __slots__ = ("doing",)
+
+    def __init__(self, doing: str) -> None:
+        self.doing = doing
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if exc is None:
+            return
+        if isinstance(exc, MessageTooLarge):
+            raise PayloadTooLarge(f"the task store refused {self.doing}: {exc}") from None
+        if isinstance(exc, TransportError):
+            raise Unavailable(f"the task store failed {self.doing}: {exc}") from None
+        if isinstance(exc, ValueError):  # a key or value the store cannot take
+            raise InvalidParams(f"the task store refused {self.doing}: {exc}") from None
 
 
 class TaskStore:

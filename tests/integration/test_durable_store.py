@@ -7,6 +7,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import anyio
+import nats
 import pytest
 
 from transports import NatsTransport
@@ -111,3 +112,92 @@ async def test_a_pattern_watch_hears_its_keys_only_and_keys_are_listed(store: Du
     await store.put("task.x.t3", b"r")
     assert sorted(await store.keys("task.s.*")) == ["task.s.t1", "task.s.t2"]
     assert await store.keys("nothing.>") == []
+
+
+@pytest.fixture
+async def republished(nats_url: str) -> AsyncIterator[JetStreamDurable]:
+    """A JetStream store whose bucket republishes its stored writes (watchers trust them)."""
+    transport = await NatsTransport.connect(nats_url)
+    name = uuid.uuid4().hex[:8]
+    config = StoreConfig(
+        stream=f"Q{name}", subjects=[f"q{name}.>"], bucket=f"KV{name}", updates=f"u{name}", ack_wait=ACK_WAIT
+    )
+    jetstream = JetStreamDurable(transport, config)
+    await jetstream.open()
+    assert jetstream.trusted
+    yield jetstream
+    await jetstream.aclose()
+    await transport.aclose()
+
+
+async def test_many_listening_at_once_read_the_stream_once_and_hear_each_write_once(
+    republished: JetStreamDurable, nats_url: str
+) -> None:
+    reads = 0
+
+    async def counted(msg: object) -> None:
+        nonlocal reads
+        reads += 1
+
+    spy = await nats.connect(nats_url)
+    await spy.subscribe(f"$JS.API.STREAM.INFO.{republished.config.stream}", cb=counted)
+    await spy.flush()
+    async with anyio.create_task_group() as tg:
+        for _ in range(32):
+            tg.start_soon(republished.listen, "outcome.>")
+    await spy.flush()
+    await spy.close()
+    assert reads == 1
+    fired = 0
+
+    def count() -> None:
+        nonlocal fired
+        fired += 1
+
+    async with republished.watch("outcome.x", family="outcome.>") as notice:
+        notice.on_fire = count
+        await republished.put("outcome.x", b"1")
+        with anyio.fail_after(2):
+            await notice.wait()
+        await anyio.sleep(0.2)  # a second subscription's copy would come now
+    assert fired == 1
+
+
+async def test_forgetting_values_heard_costs_coverage_once_per_half_of_them(
+    republished: JetStreamDurable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("transports.jetstream_store.RECENT", 16)
+    store, family = republished, "outcome.>"
+    queue = store.config.subjects[0].replace(">", "work")
+
+    async def settle(key: str) -> None:  # until the store has heard the write of ``key``
+        with anyio.fail_after(2):
+            while store.heard(key, family, 0)[1] is None:
+                await anyio.sleep(0.01)
+
+    await store.listen(family)
+    first = await store.enqueue(queue, "t1", b"task")  # queued after the mark: covered
+    assert store.heard("outcome.t1", family, first) == (True, None)
+    for n in range(17):  # one more than it keeps: the older half is forgotten
+        await store.put(f"outcome.k{n}", b"v")
+    await settle("outcome.k16")
+    assert store.heard("outcome.t1", family, first)[0] is False  # nothing vouched for now
+    assert store.heard("outcome.k0", family, 0)[1] is None  # forgotten
+    await store.listen(family)  # a new mark
+    later = await store.enqueue(queue, "t2", b"task")
+    for n in range(7):  # fewer than half: the mark holds
+        await store.put(f"outcome.m{n}", b"v")
+    await settle("outcome.m6")
+    assert store.heard("outcome.t2", family, later) == (True, None)
+    assert store.heard("outcome.m0", family, later) == (True, b"v")
+
+
+async def test_a_deleted_key_can_be_created_again_once(store: DurableStore) -> None:
+    assert await store.create("key.a", b"1")
+    await store.delete("key.a")
+    assert await store.get("key.a") is None
+    assert await store.create("key.a", b"2")
+    assert not await store.create("key.a", b"3")
+    assert await store.get("key.a") == b"2"
+    with pytest.raises(ValueError):
+        await store.create("key..empty-token", b"x")
