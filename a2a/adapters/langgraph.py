@@ -56,6 +56,10 @@ What maps to what:
   or ``checkpointer=``) keeps using it, on a fresh thread per run as for a call, and starts
   over on redelivery; so does a graph with a ``DeltaChannel``, whose value needs older
   checkpoints than the task keeps. A checkpoint above 1 MB ends the task PAYLOAD_TOO_LARGE.
+  Such a task that stops at ``interrupt()`` ends INPUT_REQUIRED with ``"task": id`` in
+  ``details.resume``: the answer, as a new durable task with those parameters (the
+  gateway's follow-up message, say), continues the thread from that task's last
+  checkpoint on any instance, even one started after the asking one died.
 - **Errors.** A bus error raised inside a node or tool (CYCLE_DETECTED from a bus tool,
   say) reaches the caller as itself; other failures are AGENT_ERROR.
 """
@@ -75,6 +79,7 @@ from langgraph.errors import GraphRecursionError
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Durability, Interrupt
 
+from bus.durable.wire import TASK_ID
 from bus.errors import A2AError, AgentError, InputRequired, InvalidParams, MaxHopsExceeded
 
 from ..core.agent import Agent
@@ -104,6 +109,11 @@ INPUT_SCHEMA: dict[str, Any] = {
             "description": "The checkpoint thread to run on (from an INPUT_REQUIRED's details.resume).",
         },
         "resume": {"not": {"type": "null"}, "description": "The answer to the graph's pending interrupt(s)."},
+        "task": {
+            "type": "string",
+            "pattern": TASK_ID,
+            "description": "The durable task that asked (from an INPUT_REQUIRED's details.resume).",
+        },
         "recursion_limit": {"type": "integer", "minimum": 1, "description": "At most this many steps."},
     },
 }
@@ -194,8 +204,21 @@ class _GraphRun:
         if self.durable and ctx.task.task_id is not None:
             # A durable task on a graph without a saver of its own: its checkpoints are kept
             # in the task, on a thread of the task's, so a later attempt continues the run.
-            key = _thread_key(ctx, f"task-{ctx.task.task_id}")
+            # An answer to a question continues the thread of the task that asked, from that
+            # task's last checkpoint (only a thread of this agent and user loads).
+            earlier = params.get("task") if "resume" in params else None
+            if isinstance(earlier, str) and isinstance(named, str):
+                thread_id = named
+            else:
+                earlier, thread_id = None, f"task-{ctx.task.task_id}"
+            key = _thread_key(ctx, thread_id)
             task_saver = TaskSaver(ctx.task, key)
+            if (
+                earlier is not None
+                and not task_saver.resumed
+                and not task_saver.take_over(await ctx.task.checkpoint_of(earlier))
+            ):
+                raise InvalidParams(f"no question waits for an answer on thread {thread_id!r}")
             graph = graph.copy({"checkpointer": task_saver})
         limit = min(self.recursion_limit, params.get("recursion_limit") or self.recursion_limit)
         usage = UsageReporter(ctx)
@@ -206,11 +229,11 @@ class _GraphRun:
             "metadata": {"a2a_agent": ctx.agent, "a2a_correlation_id": ctx.correlation_id},
         }
         graph_input: Any
-        if "resume" in params:
-            await self._check_pending(config, params["resume"], thread_id)
-            graph_input = Command(resume=params["resume"])
-        elif task_saver is not None and task_saver.resumed:
+        if task_saver is not None and task_saver.resumed:
             graph_input = None  # LangGraph continues the thread from its last checkpoint
+        elif "resume" in params:
+            await self._check_pending(graph, config, params["resume"], thread_id)
+            graph_input = Command(resume=params["resume"])
         else:
             graph_input = self.input_of(bridge.input_text(ctx, params, "text"))
         interrupts: list[Interrupt] | None = None
@@ -271,11 +294,13 @@ class _GraphRun:
             state = {k: v for k, v in state.items() if k != _INTERRUPT}
         return state, interrupts
 
-    async def _check_pending(self, config: RunnableConfig, answer: Any, thread_id: str) -> None:
+    async def _check_pending(
+        self, graph: AnyGraph, config: RunnableConfig, answer: Any, thread_id: str
+    ) -> None:
         """Refuse a resume that has nothing to answer, or does not say which question it answers."""
-        if self.saver is None:
+        if graph.checkpointer is None:
             raise InvalidParams("this graph has no checkpointer, so no run of it can be resumed")
-        snapshot = await self.graph.aget_state(config)
+        snapshot = await graph.aget_state(config)
         pending = sorted(i.id for i in snapshot.interrupts)
         if not pending:
             raise InvalidParams(f"no question waits for an answer on thread {thread_id!r}")
@@ -289,17 +314,21 @@ class _GraphRun:
     def _input_required(self, ctx: Context, interrupts: list[Interrupt], thread_id: str) -> A2AError:
         if not interrupts:
             return AgentError("the graph stopped at a static breakpoint; only interrupt() is answered")
+        resume: dict[str, Any] = {"thread_id": thread_id}
         if self.saver is None:
-            return AgentError(
-                f"the graph asks {question_of(interrupts[0].value)!r} with interrupt() but has no "
-                "checkpointer to resume from: compile it with one (shared by all replicas)"
-            )
+            if ctx.task.task_id is None or not self.durable:
+                return AgentError(
+                    f"the graph asks {question_of(interrupts[0].value)!r} with interrupt() but has no "
+                    "checkpointer to resume from: compile it with one (shared by all replicas), "
+                    "or run it as a durable task"
+                )
+            resume["task"] = ctx.task.task_id  # the answer's task continues from this one's checkpoint
         return InputRequired(
             f"{ctx.agent} asks: {question_of(interrupts[0].value)}",
             details={
                 "interrupts": [jsonable(i.value) for i in interrupts],
                 "interruptIds": [i.id for i in interrupts],
-                "resume": {"thread_id": thread_id},
+                "resume": resume,
             },
         )
 

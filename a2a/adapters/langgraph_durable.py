@@ -139,6 +139,15 @@ class TaskSaver(BaseCheckpointSaver[int]):
         self.resumed = _load(self.state, attempt.last_checkpoint)
         """Whether an earlier attempt left a checkpoint of the graph to continue from."""
 
+    def take_over(self, value: Any) -> bool:
+        """Continue from ``value``, the last checkpoint of the task before this one on the
+        same thread (a turn that ended waiting for input): whether it holds the graph's.
+        This task holds none of it yet, so its first write keeps it all."""
+        if not _load(self.state, value):
+            return False
+        self.state.saved = 0
+        return True
+
     # -- reading ---------------------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

@@ -216,7 +216,9 @@ def run_gateway_bench(
     rounds: int = 3,
     nats_url: str | None = None,
     redis_url: str | None = None,
+    durable: bool = False,
 ) -> GatewayReport:
+    """``durable``: the gateway runs each message as a durable task (JetStream), the agent takes them."""
     if not _SDK_SERVER.exists():
         raise RuntimeError(
             f"the SDK's echo server script is missing ({_SDK_SERVER}): run from a source checkout"
@@ -233,6 +235,7 @@ def run_gateway_bench(
             "REDIS_URL": redis_url,
             "A2A_NAMESPACE": "gwbench" + uuid.uuid4().hex[:8],
             "A2A_LOG_LEVEL": "WARNING",
+            "A2A_TASKS": "1" if durable else "0",
         }
         cli = [sys.executable, "-m", "a2a"]
         agent = subprocess.Popen(

@@ -251,7 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--durable",
         action="store_true",
-        help="instead: durable tasks (submit -> result) against raw nats-py JetStream",
+        help="instead: durable tasks (submit -> result) against raw nats-py JetStream;"
+        " with --gateway: the gateway runs each message as a durable task",
     )
     p.add_argument(
         "--registry",

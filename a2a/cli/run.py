@@ -327,14 +327,16 @@ def _bench_gateway(args: argparse.Namespace) -> int:
         rounds=rounds,
         nats_url=args.nats_url,
         redis_url=args.redis_url,
+        durable=args.durable,
     )
     if args.json:
         print(msgspec.json.encode(report).decode())
         return 0
     left_out = sum(1 for w in report.windows if w["disturbed"])
     print("A2A SendMessage (JSON-RPC 1.0), echo agent, same load generator")
+    tasks = "durable task" if args.durable else "call"
     for mode, label in (
-        ("gateway", "a2a gateway -> NATS -> bus agent"),
+        ("gateway", f"a2a gateway -> NATS {tasks} -> bus agent"),
         ("sdk", "a2a-sdk server, echo executor"),
     ):
         print(

@@ -12,6 +12,7 @@ the effect was declared ``idempotent``.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +24,9 @@ from ..errors import A2AError, EffectInDoubt, InvalidParams, Unavailable
 from .journal import Journal
 from .keys import TaskKeys
 from .store import TaskStore
-from .wire import Checkpoint, EffectRecord, QueuedTask, TaskEvent, now_ms
+from .wire import TASK_ID, Checkpoint, EffectRecord, QueuedTask, TaskEvent, now_ms
+
+_TASK_ID = re.compile(TASK_ID)
 
 __all__ = ["Attempt", "LocalAttempt"]
 
@@ -81,6 +84,19 @@ class Attempt:
             kept = Checkpoint(state=state, spent=self.spent_before + self.spent())
             await self.store.put(self.keys.checkpoint, kept)
         self.last_checkpoint = state
+
+    async def checkpoint_of(self, task_id: str) -> Any:
+        """The last checkpoint of another task of this agent that the same sender queued
+        (the turn before this one, which ended waiting for input, say), or None.
+
+        Raises:
+            Unavailable: the store could not be read.
+        """
+        if not _TASK_ID.match(task_id):
+            return None
+        keys = TaskKeys(self.keys.agent, self.keys.sender, task_id)
+        kept = await self.store.get(keys.checkpoint, Checkpoint)
+        return None if kept is None else kept.state
 
     async def progress(self, update: Any) -> None:
         """Add the handler's ``update`` to the task's journal, where followers read it.
@@ -174,6 +190,10 @@ class LocalAttempt:
 
     async def checkpoint(self, state: Any) -> None:
         self.last_checkpoint = state
+
+    async def checkpoint_of(self, task_id: str) -> Any:
+        """A plain call reads no task's checkpoints."""
+        return None
 
     async def progress(self, update: Any) -> None:
         """A plain call's progress goes to its caller (:meth:`a2a.Context.progress`), not here."""

@@ -24,10 +24,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
-from a2a import Runtime, Settings
+from a2a import CallOptions, Runtime, Settings
 from a2a.adapters.langgraph import from_langgraph
 from a2a.adapters.langgraph_durable import CHECKPOINT_LIMIT, TaskSaver
-from a2a.errors import AgentError, PayloadTooLarge
+from a2a.errors import AgentError, InputRequired, InvalidParams, PayloadTooLarge
 from a2a.testing import TestBroker
 from tests.adapters.langgraph_durable_agents import NODES, build, runs
 from tests.helpers import AgentProcess
@@ -151,8 +151,9 @@ class Question(TypedDict):
     answer: str
 
 
-async def test_an_interrupt_in_a_task_of_a_graph_without_a_saver_still_needs_one() -> None:
-    """The task's saver is the task's alone: nobody could resume the thread it stopped on."""
+async def test_an_interrupt_in_a_task_is_answered_by_a_later_task_of_the_same_user() -> None:
+    """The asking task's last checkpoint holds the question: a task with the answer (and
+    the parameters the question gave) continues from it; another user's cannot."""
 
     def ask(state: Question) -> Question:
         return {"answer": str(interrupt("which one?"))}
@@ -161,10 +162,19 @@ async def test_an_interrupt_in_a_task_of_a_graph_without_a_saver_still_needs_one
     builder.add_node("ask", ask)
     builder.add_edge(START, "ask")
     agent = from_langgraph(builder.compile(), name="asker", input_of=lambda t: {"answer": t})
+    ann, bob = CallOptions(user_id="ann"), CallOptions(user_id="bob")
     async with TestBroker() as broker, broker.runtime(agent) as rt:
-        task = await rt.tasks.submit("asker", "run", {"text": "x"}, timeout=30)
-        with pytest.raises(AgentError, match="no checkpointer"), anyio.fail_after(10):
+        task = await rt.tasks.submit("asker", "run", {"text": "x"}, ann, timeout=30)
+        with pytest.raises(InputRequired) as asked, anyio.fail_after(10):
             await task.result()
+        resume = asked.value.details["resume"]
+        assert resume == {"thread_id": f"task-{task.id}", "task": task.id}
+        stolen = await rt.tasks.submit("asker", "run", {**resume, "resume": "mine"}, bob, timeout=30)
+        with pytest.raises(InvalidParams, match="no question waits"), anyio.fail_after(10):
+            await stolen.result()
+        answer = await rt.tasks.submit("asker", "run", {**resume, "resume": "the red one"}, ann, timeout=30)
+        with anyio.fail_after(10):
+            assert await answer.result() == {"answer": "the red one"}
         with pytest.raises(AgentError, match="no checkpointer"):
             await rt.call("asker", "run", {"text": "x"})
 

@@ -5,6 +5,7 @@ nats-server, JetStream and Redis; a real LangGraph graph with ``interrupt()``)."
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -92,3 +93,26 @@ async def test_a_langgraph_interrupt_is_a_question_and_the_follow_up_its_answer(
         answered = await gw.send(message(text="yes", taskId=asked["id"]), agent="graph")
     assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered
     assert answered["artifacts"][-1]["parts"][0]["data"] == {"text": "go", "answer": "yes"}
+
+
+async def test_a_langgraph_question_is_answered_after_its_agent_process_is_replaced(
+    settings: Settings, tmp_path: Path
+) -> None:
+    s = msgspec.structs.replace(settings, tasks=True, task_ack_wait=1.5)
+    runs = tmp_path / "runs"
+    env = {"A2A_TASKS": "1", "A2A_TASK_ACK_WAIT": "1.5", "TURN_COUNT_FILE": str(runs)}
+    target = "tests.gateway.turn_agents:planner"
+    async with runtime_serving(s) as runtime, gateway_on(runtime) as gw:
+        with AgentProcess(s, target, **env) as first:
+            await runtime.wait_for_agents(["planner"], timeout=20)
+            asked = await gw.send(message(text="launch"), agent="planner")
+            first.kill()
+        assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", asked
+        assert "go ahead with the plan for launch?" in text_of(asked["status"])
+        with AgentProcess(s, target, **env):
+            await runtime.wait_for_agents(["planner"], timeout=20)
+            answered = await gw.send(message(text="yes", taskId=asked["id"]), agent="planner")
+    assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered
+    result = answered["artifacts"][-1]["parts"][0]["data"]
+    assert result == {"text": "launch", "plan": "plan for launch", "answer": "yes"}
+    assert runs.read_text().splitlines() == ["prepare", "answered"]  # planned once, resumed there
