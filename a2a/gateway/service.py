@@ -59,7 +59,7 @@ from .replica import follow_cancels, heartbeat
 from .runs import Receiving, Run, is_done, note_question, overdue, show_progress, trimmed
 from .subscriptions import Events, Subscriptions
 from .tasks import StoredTask, TaskStore
-from .turns import follow_up
+from .turns import WAITING, follow_up
 
 __all__ = ["GatewayService", "Run"]
 
@@ -345,6 +345,12 @@ class GatewayService:
 
     async def cancel(self, principal: str, task_id: str, agent: str | None) -> Task:
         stored = await self.owned(principal, task_id, agent)
+        if stored.task.status.state == WAITING and task_id not in self.runs:  # nothing runs: it ends here
+            stored.resume = None
+            parked = Run(stored)
+            await self.change(parked, status("TASK_STATE_CANCELED", "cancelled by the client"))
+            parked.close()
+            return parked.task
         if is_done(stored.task):
             raise A2AProtocolError(
                 e.TASK_NOT_CANCELABLE, f"task {task_id} is {stored.task.status.state} and cannot be canceled"

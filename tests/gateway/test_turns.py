@@ -116,3 +116,25 @@ async def test_a_langgraph_question_is_answered_after_its_agent_process_is_repla
     result = answered["artifacts"][-1]["parts"][0]["data"]
     assert result == {"text": "launch", "plan": "plan for launch", "answer": "yes"}
     assert runs.read_text().splitlines() == ["prepare", "answered"]  # planned once, resumed there
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_a_task_waiting_for_input_is_cancelled_and_takes_no_answer(
+    settings: Settings, durable: bool
+) -> None:
+    s = msgspec.structs.replace(settings, tasks=durable)
+    async with runtime_serving(s, clerk) as runtime, gateway_on(runtime) as gw:
+        asked = await gw.send(message(text="hi"), agent="clerk")
+        assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", asked
+        cancelled = await gw.rpc("CancelTask", {"id": asked["id"]}, agent="clerk")
+        assert cancelled["result"]["status"]["state"] == "TASK_STATE_CANCELED", cancelled
+        again = await gw.rpc("CancelTask", {"id": asked["id"]}, agent="clerk")
+        late = await gw.client.post(
+            "/agents/clerk/message:send",
+            json={"message": message(text="Ann", taskId=asked["id"])},
+            headers={"A2A-Version": "1.0"},
+        )
+        stored = await gw.task(asked["id"])
+    assert again["error"]["code"] == -32002  # TaskNotCancelable: it has ended
+    assert late.status_code == 400
+    assert stored["status"]["state"] == "TASK_STATE_CANCELED"
