@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
+
+import msgspec
 
 from bus.errors import A2AError
 from transports.a2a_http import (
@@ -92,9 +95,12 @@ async def _send(
     given = request.configuration.task_push_notification_config if request.configuration else None
     prepared: StoredConfig | None = None
     if given is not None:
+        if not given.id:  # named after the message: the same message again attaches nothing more
+            digest = hashlib.sha256(request.message.message_id.encode()).hexdigest()[:32]
+            given = msgspec.structs.replace(given, id="message-" + digest)
         prepared = await service.push.prepare(principal, given)
     run, receive = await service.send(principal, request, agent=agent, listen=listen)
-    if prepared is not None:
+    if prepared is not None and prepared.config.id not in await service.push.store.config_ids(run.task.id):
         await service.push.attach(run.stored, prepared, sent=0)
     return run, receive
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
 from a2a import Settings
@@ -214,3 +215,20 @@ async def test_deliveries_survive_a_gateway_restart(settings: Settings, receiver
         async with receiver.up(), gateway_on(runtime, config=LOOPBACK):
             events = await receiver.wait_final(task_id)
         check_delivered(receiver, events, task_id)
+
+
+async def test_the_same_message_again_attaches_its_push_config_once(settings: Settings) -> None:
+    s = msgspec.structs.replace(settings, tasks=True)
+    async with runtime_serving(s, *AGENTS) as runtime, gateway_on(runtime, config=LOOPBACK) as gw:
+        sent = message(text="hello")
+        hook = {"url": "http://127.0.0.1:9/hook", "token": "t"}
+        first = await gw.send(sent, agent="echo", configuration={"taskPushNotificationConfig": hook})
+        again = await gw.send(sent, agent="echo", configuration={"taskPushNotificationConfig": hook})
+        listed = await gw.rpc("ListTaskPushNotificationConfigs", {"taskId": first["id"]}, agent="echo")
+        other = await gw.send(
+            message(text="hello"), agent="echo", configuration={"taskPushNotificationConfig": hook}
+        )
+        theirs = await gw.rpc("ListTaskPushNotificationConfigs", {"taskId": other["id"]}, agent="echo")
+    assert again["id"] == first["id"] and other["id"] != first["id"]
+    assert len(listed["result"]["configs"]) == 1, listed
+    assert len(theirs["result"]["configs"]) == 1, theirs
