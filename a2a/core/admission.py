@@ -10,7 +10,7 @@ from bus.limits import check_budget, check_cycle, check_depth, check_fan_out, ch
 from bus.wire import PROTOCOL_VERSION, NotificationEnvelope, RequestEnvelope
 
 from ..delegation.policy import Policy
-from ..stores.history import HistoryStore, objective_key
+from ..stores.history import ANSWERED, HistoryStore, objective_key
 from .agent import Action, Agent
 from .guard import Guard
 
@@ -102,6 +102,12 @@ async def claim_stored(
     correlation_id = env.metadata.correlation_id
     key = objective_key(env.conversation_id, env.source_agent_id, agent, d.objective)
     holder = await history.start_objective(key, correlation_id, ttl_ms)
+    if holder is not None and holder.startswith(ANSWERED):
+        raise CycleDetected(
+            f"{env.source_agent_id} -> {agent} with the same objective was answered already: "
+            "asking again is a loop",
+            details={"objective": d.objective, "answered": True},
+        )
     if holder is not None and holder != correlation_id:
         raise CycleDetected(
             f"{env.source_agent_id} -> {agent} with the same objective is already in progress",

@@ -20,7 +20,6 @@ import msgspec
 from bus import Bus
 from bus.errors import (
     A2AError,
-    CycleDetected,
     DeadlineExceeded,
     InvalidParams,
     NoCapableAgent,
@@ -40,8 +39,8 @@ from discovery import LocalView
 
 from ..delegation.roster import AgentRules
 from ..stores.audit import caller_record
-from ..stores.history import objective_key
 from .grants import GrantIssuer
+from .objectives import Objectives
 from .options import DEFAULT, CallOptions
 from .route import Route, Target, as_route
 from .services import Services
@@ -90,7 +89,7 @@ class CallPath:
         self.client = bus.subjects.sender if settings.proven else settings.client_name
         self._caller = bus.caller
         self._subjects = bus.subjects
-        self._objectives: set[str] = set()
+        self._objectives = Objectives(settings.objective_window)
 
     async def request(
         self,
@@ -156,7 +155,7 @@ class CallPath:
                             env.target_agent_id = name
                     self._check(meta, source, name)
                     if delegation is not None and delegation.objective and objective is None:
-                        objective = self._start_objective(env, name)
+                        objective = self._objectives.start(env, name)
                     headers = trace.sending(subject, name)
                     left = deadline - clock()
                     if attempts:  # another attempt: its own envelope, with the time now left
@@ -192,7 +191,9 @@ class CallPath:
                 raise
             finally:
                 if objective is not None:
-                    self._objectives.discard(objective)
+                    self._objectives.end(objective)
+            if objective is not None:  # answered: the same objective again soon is a loop
+                self._objectives.done(objective)
             trace.ended(None, response.payload.result)
             return response
         finally:
@@ -329,18 +330,6 @@ class CallPath:
         if options.max_hops is not None and options.max_hops < meta.max_hops:
             meta.max_hops = max(1, options.max_hops)  # a caller may only lower it
         return meta
-
-    def _start_objective(self, env: RequestEnvelope, target: str) -> str:
-        """Caller side of seed 002's cycle rule: the same objective may not be in progress twice."""
-        assert env.delegation is not None
-        key = objective_key(env.conversation_id, env.source_agent_id, target, env.delegation.objective)
-        if key in self._objectives:
-            raise CycleDetected(
-                f"{env.source_agent_id} -> {target} with the same objective is already in progress",
-                details={"objective": env.delegation.objective, "target": target},
-            )
-        self._objectives.add(key)
-        return key
 
     def _resolve(self, route: Route, tried: set[str], parent: Parent | None) -> tuple[str, str, str | None]:
         """Subject, agent name and (for registry routing) instance id of a route."""

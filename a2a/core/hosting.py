@@ -300,6 +300,7 @@ class AgentHost:
             objective: str | None = None
             result: Any = None
             error: A2AError | None = None
+            answered = False
             try:
                 subject = msg.subject
                 if type(env) is RequestEnvelope:  # a request's sender is its subject's last token
@@ -323,6 +324,7 @@ class AgentHost:
                     held.give_up()
                 if env.delegation is not None:
                     result = await finish_delegation(services, name, env, result, ctx.tools_used)
+                answered = True
             except asyncio.CancelledError:
                 if held is None or held.reason is None or held.task.uncancel() > 0:
                     raise  # not ours (the runtime is closing): keep cancelling
@@ -343,7 +345,7 @@ class AgentHost:
                     endpoint.release(correlation_id, held)
                 if objective is not None and history is not None:
                     with anyio.CancelScope(shield=True), contextlib.suppress(A2AError):
-                        await history.finish_objective(objective, correlation_id)
+                        await history.finish_objective(objective, correlation_id, answered=answered)
                 self._finished()
             if reply and type(env) is RequestEnvelope:
                 usage = ctx.spent if ctx is not None else None

@@ -166,7 +166,9 @@ class Runtime:
             )
         if self.registry is not None:
             stack.push_async_callback(_shielded, self.registry.aclose)
-            self.history = HistoryStore(self.registry.redis, s.namespace, redactor=self.redactor)
+            self.history = HistoryStore(
+                self.registry.redis, s.namespace, redactor=self.redactor, objective_window=s.objective_window
+            )
             self.view = LocalView(self.registry, trust_floor=s.trust_floor)
         self.bus = bus = Bus(
             self._transport,

@@ -51,6 +51,7 @@ ENVIRONMENT: dict[str, str] = {
     "A2A_TIMEOUT": "default_timeout",
     "A2A_MAX_HOPS": "max_hops",
     "A2A_MAX_DEPTH": "max_depth",
+    "A2A_OBJECTIVE_WINDOW": "objective_window",
     "A2A_MAX_PAYLOAD": "max_payload",
     "A2A_CLIENT_NAME": "client_name",
     "A2A_ROSTER": "roster",
@@ -91,6 +92,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     default_timeout: float = DEFAULT_TTL_MS / 1000
     max_hops: int = DEFAULT_MAX_HOPS
     max_depth: int = DEFAULT_MAX_DEPTH
+    objective_window: float = 60.0
+    """Seconds after a delegation's objective was done during which the same caller giving the
+    same agent the same objective again, in the same conversation, is a cycle
+    (CYCLE_DETECTED); 0: only an objective still in progress is."""
     max_payload: int | None = None
     """Refuse envelopes above this many bytes (the server's max_payload always applies)."""
     client_name: str = "client"

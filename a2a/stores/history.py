@@ -60,6 +60,10 @@ def objective_key(conversation_id: str, origin: str, target: str, objective: str
     return digest[:24]
 
 
+ANSWERED = "answered:"
+"""Prefix of the holder of an objective answered lately (:meth:`HistoryStore.finish_objective`)."""
+
+
 class HistoryStore:
     """Conversations and threads of one namespace. Methods raise ``Unavailable`` when Redis is down."""
 
@@ -71,8 +75,11 @@ class HistoryStore:
         max_messages: int = 1000,
         ttl: float = 7 * 24 * 3600,
         redactor: Redactor | None = None,
+        objective_window: float = 0.0,
     ) -> None:
         self.redis = redis
+        self.objective_window = objective_window
+        """Seconds an answered objective stays held (``Settings.objective_window``)."""
         self.redactor = redactor or Redactor()
         self.prefix = RegistryKeys(namespace).prefix
         self.max_messages = max_messages
@@ -172,11 +179,17 @@ class HistoryStore:
             holder = await self.redis.get(name)
         return str(holder) if holder is not None else None
 
-    async def finish_objective(self, key: str, request_id: str) -> None:
+    async def finish_objective(self, key: str, request_id: str, *, answered: bool = False) -> None:
+        """Release an objective ``request_id`` holds; one it answered stays held as
+        ``answered:<request_id>`` for ``objective_window`` seconds (asking again is a loop)."""
         name = f"{self.prefix}active:{key}"
+        keep_ms = int(self.objective_window * 1000) if answered else 0
         with redis_errors("finish objective"):
             if await self.redis.get(name) == request_id:
-                await self.redis.delete(name)
+                if keep_ms > 0:
+                    await self.redis.set(name, ANSWERED + request_id, px=keep_ms, xx=True)
+                else:
+                    await self.redis.delete(name)
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:

@@ -103,6 +103,35 @@ async def test_an_agent_already_on_the_chain_is_a_cycle(rt: Runtime) -> None:
     await still_serving(rt)
 
 
+async def test_the_same_objective_again_after_its_answer_is_refused_for_a_while(rt: Runtime) -> None:
+    step = {"target": "hop_b", "objective": "extract receipt", "task": "extract"}
+    with pytest.raises(CycleDetected, match="answered already") as info:
+        await rt.call("hop_a", "chain", {"steps": [step, step]})
+    assert info.value.agent == "hop_a" and info.value.details["answered"] is True
+    # Another objective, or the same one in another conversation, is no loop.
+    await rt.call("hop_a", "chain", {"steps": [step, {**step, "objective": "analyze document"}]})
+    await rt.call("hop_a", "chain", {"steps": [step]})
+    # Callee side, across processes: the second request, after the first was answered.
+    delegation = Delegation(task="t", objective="same goal")
+    conversation = uuid.uuid4().hex
+    replies = [
+        await raw_request(rt, "hop_b", action="whoami", delegation=delegation, conversation=conversation)
+        for _ in range(2)
+    ]
+    codes = [r["payload"].get("error", {}).get("code", "ok") for r in replies]
+    assert codes == ["ok", "CYCLE_DETECTED"]
+    assert "answered already" in replies[1]["payload"]["error"]["message"]
+    other = await raw_request(
+        rt,
+        "hop_b",
+        action="whoami",
+        delegation=Delegation(task="t", objective="another goal"),
+        conversation=conversation,
+    )
+    assert "error" not in other["payload"] or other["payload"]["error"] is None
+    await still_serving(rt)
+
+
 async def test_the_same_objective_in_progress_twice_is_refused(rt: Runtime) -> None:
     step = {"target": "hop_b", "objective": "extract receipt", "task": "extract", "input": {"sleep": 0.5}}
     out = await rt.call("hop_a", "fan", {"steps": [step, step]})
