@@ -6,7 +6,7 @@ import nats.js.errors
 
 from ._nats import NatsTransport
 from .jetstream_config import StoreConfig
-from .jetstream_store import jetstream_errors
+from .jetstream_publish import jetstream_errors
 
 __all__ = ["provision"]
 

@@ -26,7 +26,6 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import anyio
-import msgspec
 import nats.errors
 import nats.js.errors
 from nats.aio.msg import Msg
@@ -39,42 +38,14 @@ from .base import Subscription
 from .durable import Delivery, DurableStore, Notice, checked_key
 from .errors import MessageTooLarge, TransportError
 from .jetstream_config import StoreConfig
+from .jetstream_publish import LAST_SUBJECT_SEQ, WRONG_LAST, Refused, jetstream_errors, stored_publish
 
 __all__ = ["JetStreamDurable", "StoreConfig", "jetstream_errors"]
 
 
-LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
-
 RECENT = 8192
 """Stored values heard lately that a store keeps for watchers that come a moment later (at
 most; when one more is heard, the older half is forgotten)."""
-
-
-WRONG_LAST = frozenset({10071, 10164})
-"""The server's codes for a write refused because the subject's last sequence differs."""
-
-
-class _ApiError(msgspec.Struct):
-    code: int = 0
-    err_code: int = 0
-    description: str = ""
-
-
-class _PubAck(msgspec.Struct):
-    """The server's answer to a stored publish (nats-py's PubAck, read without its dataclass)."""
-
-    seq: int = 0
-    duplicate: bool = False
-    error: _ApiError | None = None
-
-
-_read_ack = msgspec.json.Decoder(_PubAck).decode
-
-
-class _Refused(Exception):
-    def __init__(self, error: _ApiError) -> None:
-        super().__init__(error.description or f"JetStream error {error.err_code}")
-        self.err_code = error.err_code
 
 
 class _JetStreamDelivery(Delivery):
@@ -177,23 +148,8 @@ class JetStreamDurable(DurableStore):
         if ttl is not None and self.ttl_supported:
             headers["Nats-TTL"] = f"{max(1, math.ceil(ttl))}s"
         with jetstream_errors("storing a task"):
-            ack = await self._store(subject, data, headers)
+            ack = await stored_publish(self.transport.nc, subject, data, headers)
         return 0 if ack.duplicate else ack.seq
-
-    async def _store(self, subject: str, data: bytes, headers: dict[str, str]) -> _PubAck:
-        """Publish to a stream and wait for the server's ack (nats-py's ``js.publish``, with
-        its answer decoded by msgspec: this is the hot path of every task)."""
-        try:
-            msg = await self.transport.nc.request(subject, data, timeout=5.0, headers=headers)
-        except nats.errors.NoRespondersError:
-            raise TransportError("no stream takes this subject") from None
-        try:
-            ack = _read_ack(msg.data)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            raise TransportError("the server's answer to a stored publish is not an ack") from None
-        if ack.error is not None:
-            raise _Refused(ack.error)
-        return ack
 
     async def take(self, consumer: str, subject: str, *, max_items: int, timeout: float) -> list[Delivery]:
         with jetstream_errors("taking tasks"):
@@ -238,8 +194,10 @@ class JetStreamDurable(DurableStore):
         checked_key(key)
         with jetstream_errors("writing a task's record"):
             try:
-                await self._store(f"$KV.{self.config.bucket}.{key}", value, {LAST_SUBJECT_SEQ: "0"})
-            except _Refused as exc:
+                await stored_publish(
+                    self.transport.nc, f"$KV.{self.config.bucket}.{key}", value, {LAST_SUBJECT_SEQ: "0"}
+                )
+            except Refused as exc:
                 if exc.err_code not in WRONG_LAST:
                     raise
                 try:  # a deleted key keeps a marker: nats-py's create writes over it
@@ -392,24 +350,3 @@ class JetStreamDurable(DurableStore):
             with suppress(nats.errors.Error):
                 await pull.unsubscribe()
         self._pulls.clear()
-
-
-class jetstream_errors:
-    """nats-py's errors as TransportError (the one edge of this module; a class, not a
-    generator: it wraps every store operation)."""
-
-    __slots__ = ("doing",)
-
-    def __init__(self, doing: str) -> None:
-        self.doing = doing
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        if exc is None:
-            return
-        if isinstance(exc, nats.js.errors.InvalidKeyError):
-            raise ValueError(str(exc) or "invalid key") from None
-        if isinstance(exc, (nats.errors.Error, OSError, _Refused)):
-            raise TransportError(f"JetStream failed {self.doing}: {exc or type(exc).__name__}") from exc
