@@ -45,3 +45,6 @@ class AuditRecord(Wire, gc=False):
     error_agent: str | None = None
     tokens: int = 0
     """Tokens the handler reported using (its own and its sub-calls'), on the callee's record."""
+    tools: list[str] = []
+    """The tools the handler was authorized to use and used (``ctx.authorize_tool``), in
+    first-use order, on the callee's record."""

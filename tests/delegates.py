@@ -153,6 +153,8 @@ def make(name: str) -> Agent:
             await anyio.sleep(p["sleep"])
         if p.get("fail"):
             raise RuntimeError(p["fail"])
+        if p.get("report_failure"):  # ran, and answers that it failed
+            return DelegationResult(summary="gave up", status="failed", error=p["report_failure"])
         for tool in p.get("tools", []):
             ctx.authorize_tool(tool)
         if p.get("spend"):

@@ -24,6 +24,13 @@ What maps to what:
     HandoffTermination), or a     and the conversation so far ("resume": {"history", "handoff"}):
     UserInputRequestedEvent       call again with those parameters plus "text": the answer
     bus limit error in a tool     that same typed error (see :func:`autogen_tools`)
+    ToolCallRequestEvent          each of the agents' own tools (not bus tools, not handoffs
+                                  ``transfer_to_*``) is checked with ctx.authorize_tool and
+                                  recorded among the call's tools; a refused one ends the call
+                                  PERMISSION_DENIED. One agent's run waits while its event is
+                                  read, so the tool has not started; in a team the event comes
+                                  through the team's queue and the tool may have started when
+                                  the run is stopped
 
 One AgentChat object holds one conversation and runs one task at a time. Pass a factory
 (``() -> agent or team``) to get a fresh object per call, served concurrently; pass the
@@ -68,6 +75,7 @@ from autogen_agentchat.messages import (
     ModelClientStreamingChunkEvent,
     StructuredMessage,
     TextMessage,
+    ToolCallRequestEvent,
     UserInputRequestedEvent,
 )
 from autogen_core import CancellationToken
@@ -84,6 +92,9 @@ from .autogen_tools import autogen_tools as autogen_tools
 from .autogen_tools import current_run
 
 __all__ = ["AutogenBusTool", "BusToolError", "Runner", "autogen_tools", "from_autogen"]
+
+_HANDOFF = "transfer_to_"
+"""How AgentChat names a handoff's tool (``transfer_to_<target>``): a handoff, not a tool."""
 
 log = logging.getLogger(__name__)
 
@@ -308,6 +319,10 @@ async def _close(stream: AsyncGenerator[Item, None], run: _Run) -> None:
 async def _observe(ctx: Context, item: BaseAgentEvent | BaseChatMessage, run: _Run) -> None:
     if isinstance(item, ModelClientStreamingChunkEvent):
         return
+    if isinstance(item, ToolCallRequestEvent):
+        for call in item.content:
+            if not bridge.is_bus_tool(call.name) and not call.name.startswith(_HANDOFF):
+                ctx.authorize_tool(call.name)
     if isinstance(item, BaseChatMessage):
         run.said.append(item)
     usage = item.models_usage

@@ -7,7 +7,7 @@ them against that schema.
 Errors, as every adapter treats them: a bus error that ends the work (a limit such as
 CYCLE_DETECTED or BUDGET_EXCEEDED, DEADLINE_EXCEEDED, CANCELLED, PERMISSION_DENIED) ends
 the whole call with that typed error; any other bus error (AGENT_ERROR, NO_RESPONDERS,
-INVALID_PARAMS, ...) reaches the model as ``error: CODE: message`` (a result marked
+INVALID_PARAMS, ...) reaches the model as ``error: CODE from AGENT: message`` (a result marked
 ``is_error``), so it can try something else. AgentChat's workbench turns every exception
 of a tool into text for the model, so a tool records an ending error on the run it
 belongs to (:data:`current_run`, set by :func:`a2a.adapters.autogen.from_autogen`),
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bus.errors import A2AError, Cancelled
 
-from .bridge import PROPAGATED, tool_error_text
+from .bridge import PROPAGATED, mark_bus_tool, tool_error_text
 from .tools import BusTool
 
 __all__ = ["AutogenBusTool", "BusToolError", "Stoppable", "autogen_tools", "current_run"]
@@ -47,7 +47,7 @@ current_run: ContextVar[Stoppable | None] = ContextVar("a2a_autogen_run", defaul
 
 class BusToolError(RuntimeError):
     """A bus error the model may recover from, as AutoGen's tool error: the model reads
-    ``error: CODE: message`` in a result marked ``is_error``."""
+    ``error: CODE from AGENT: message`` in a result marked ``is_error``."""
 
 
 class _Arguments(BaseModel):
@@ -60,6 +60,7 @@ class AutogenBusTool(BaseTool[_Arguments, BaseModel]):
     def __init__(self, tool: BusTool) -> None:
         super().__init__(_Arguments, BaseModel, tool.name, tool.description)
         self.bus_tool = tool
+        mark_bus_tool(tool.name)
 
     @property
     def schema(self) -> ToolSchema:

@@ -7,6 +7,12 @@ handler's :class:`a2a.Context` and calls through it. So the call is a child of t
 handler's request: one more hop and depth, the handler on the call chain (a cycle is
 refused), a deadline no later than its own, a share of its token budget, its rights,
 its trace.
+
+The framework's own tools (everything but bus tools) are checked where the framework
+calls them, through its tool hook: ``ctx.authorize_tool(name)`` before the tool runs
+(seed 002's ``tools_allowed``, narrowed by the caller's ``allowed_tools``), which also
+records the tool among the call's ``tool_calls``. A refused tool ends the call with
+PERMISSION_DENIED before it runs.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ __all__ = [
     "framework_agent",
     "framework_error",
     "input_text",
+    "is_bus_tool",
+    "mark_bus_tool",
     "reraise_bus_error",
     "run_on_loop",
     "running",
@@ -65,8 +73,25 @@ callee failed, nobody serves it, bad arguments) the model reads as a failed tool
 
 
 def tool_error_text(error: A2AError) -> str:
-    """A bus error as the failed tool result a model reads."""
-    return f"error: {error.code}: {error.message}"
+    """A bus error as the failed tool result a model reads: ``error: CODE from AGENT: message``
+    (``error: CODE: message`` when the error does not say which agent it came from)."""
+    where = f" from {error.agent}" if error.agent else ""
+    return f"error: {error.code}{where}: {error.message or 'no message'}"
+
+
+_bus_tool_names: set[str] = set()
+
+
+def mark_bus_tool(name: str) -> None:
+    """Note that ``name`` is a bus tool's name in this process (for frameworks whose tool
+    hooks only see names: AutoGen, CrewAI)."""
+    _bus_tool_names.add(name)
+
+
+def is_bus_tool(name: str) -> bool:
+    """Whether ``name`` is a bus tool's: its call is a bus call, checked by the roster's
+    ``can_invoke`` at the callee, not one of the agent's own tools."""
+    return name in _bus_tool_names
 
 
 def clip(text: str, limit: int = 4096) -> str:

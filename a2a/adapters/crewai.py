@@ -192,7 +192,7 @@ def _scoped(run: CrewRun) -> Iterator[None]:
     try:
         with scoped_hooks():
             register_scoped(InterceptionPoint.PRE_MODEL_CALL, run.check)
-            register_scoped(InterceptionPoint.PRE_TOOL_CALL, run.check)
+            register_scoped(InterceptionPoint.PRE_TOOL_CALL, run.before_tool)
             register_scoped(InterceptionPoint.POST_MODEL_CALL, run.after_model)
             register_scoped(InterceptionPoint.POST_TOOL_CALL, run.after_tool)
             yield

@@ -23,7 +23,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from crewai.events.event_bus import crewai_event_bus
 from crewai.hooks import HookAborted, LLMCallHookContext, ToolCallHookContext
 
-from bus.errors import A2AError, BudgetExceeded, Cancelled
+from bus.errors import A2AError, BudgetExceeded, Cancelled, PermissionDenied
 
 from ..core.context import Context
 from . import bridge
@@ -126,6 +126,21 @@ class CrewRun:
         if self._open:  # a thread that outlives the run has nobody left to tell
             with suppress(RuntimeError):  # the loop is closed: the process is ending
                 self.loop.call_soon_threadsafe(callback, *args)
+
+    def before_tool(self, hook: ToolCallHookContext) -> None:
+        """A PRE_TOOL_CALL hook: abort the step once the run has stopped; check one of the
+        crew's own tools (not a bus tool) with ``ctx.authorize_tool``, which records it. A
+        refused tool stops the crew before it runs and ends the call PERMISSION_DENIED."""
+        self.check()
+        name = hook.tool_name
+        if bridge.is_bus_tool(name):
+            return
+        try:
+            # A policy lookup and an append to the call's tool list: safe from this thread.
+            self.ctx.authorize_tool(name)
+        except PermissionDenied as exc:
+            self.halt(exc)
+            raise _Stopped(f"the bus call ended: {exc}", source=FRAMEWORK) from None
 
     def after_model(self, hook: LLMCallHookContext) -> None:
         """A POST_MODEL_CALL hook: a model's text answer goes out as progress."""

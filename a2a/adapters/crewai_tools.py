@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from crewai.tools import BaseTool
 from crewai.tools.tool_failure import ToolFailure
+from crewai.utilities.string_utils import sanitize_tool_name
 from pydantic import ConfigDict, Field, PrivateAttr, create_model
 
 from bus.errors import A2AError, InvalidParams
@@ -41,7 +42,7 @@ def crewai_tools(tools: Sequence[BusTool]) -> list[BaseTool]:
     The model reads a call's result as text (a JSON result as JSON). A limit, deadline,
     cancellation or permission error stops the crew and ends the call as itself; any other
     (AGENT_ERROR, NO_RESPONDERS, INVALID_PARAMS, ...) is a failed tool result
-    ``"error: CODE: message"`` (a ``ToolFailure``: the model reads it and may try otherwise).
+    ``"error: CODE from AGENT: message"`` (a ``ToolFailure``: the model reads it and may try otherwise).
     """
     return [_CrewBusTool(tool) for tool in tools]
 
@@ -68,6 +69,7 @@ class _CrewBusTool(BaseTool):
             name=tool.name, description=tool.description, args_schema=model, cache_function=_never
         )
         self._bus, self._as_json = tool, as_json
+        bridge.mark_bus_tool(sanitize_tool_name(tool.name))  # the name CrewAI's hooks see
         self._required = frozenset(schema.get("required", ()))
 
     def _run(self, **kwargs: Any) -> Any:

@@ -87,7 +87,7 @@ from ..core.context import Context
 from . import bridge
 from .langgraph_durable import TaskSaver, resumable
 from .langgraph_stream import UsageReporter, final_output, jsonable, progress_of, question_of
-from .langgraph_tools import ToolCalls, langchain_tools, watching
+from .langgraph_tools import ToolCalls, ToolGuard, langchain_tools, watching
 
 __all__ = ["from_langgraph", "langchain_tools"]
 
@@ -222,10 +222,11 @@ class _GraphRun:
             graph = graph.copy({"checkpointer": task_saver})
         limit = min(self.recursion_limit, params.get("recursion_limit") or self.recursion_limit)
         usage = UsageReporter(ctx)
+        calls = ToolCalls()
         config: RunnableConfig = {
             "recursion_limit": limit,
             "configurable": {"thread_id": key},
-            "callbacks": [usage],
+            "callbacks": [usage, ToolGuard(ctx, calls)],
             "metadata": {"a2a_agent": ctx.agent, "a2a_correlation_id": ctx.correlation_id},
         }
         graph_input: Any
@@ -237,7 +238,7 @@ class _GraphRun:
         else:
             graph_input = self.input_of(bridge.input_text(ctx, params, "text"))
         interrupts: list[Interrupt] | None = None
-        with bridge.running(ctx), watching() as calls:
+        with bridge.running(ctx), watching(calls):
             try:
                 state, interrupts = await self._stream(graph, ctx, graph_input, config, usage, calls)
             except GraphRecursionError:

@@ -4,7 +4,7 @@ Errors, as every adapter treats them: a bus error that ends the work (a limit su
 CYCLE_DETECTED or BUDGET_EXCEEDED, DEADLINE_EXCEEDED, CANCELLED, PERMISSION_DENIED)
 propagates out of the tool, so the graph run fails with it and the caller gets that
 typed error; any other bus error (AGENT_ERROR, NO_CAPABLE_AGENT, INVALID_PARAMS, ...) is
-returned to the model as the text ``error: CODE: message``, so it can try something else.
+returned to the model as the text ``error: CODE from AGENT: message``, so it can try something else.
 
 LangGraph's prebuilt ``ToolNode`` (langgraph-prebuilt 1.1) re-raises every exception by
 default except a tool-argument validation error, so the propagating errors leave it
@@ -23,14 +23,19 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tools import BaseTool, StructuredTool
 
-from bus.errors import A2AError
+from bus.errors import A2AError, PermissionDenied
 
+from ..core.context import Context
 from .bridge import PROPAGATED, run_on_loop, tool_error_text
 from .tools import BusTool
 
-__all__ = ["ToolCalls", "langchain_tools", "watching"]
+__all__ = ["BUS_TOOL", "ToolCalls", "ToolGuard", "langchain_tools", "watching"]
+
+BUS_TOOL = "a2a_bus_tool"
+"""The metadata key that marks a bus tool among a graph's tools."""
 
 
 @dataclass
@@ -61,14 +66,53 @@ _calls: ContextVar[ToolCalls | None] = ContextVar("a2a_langgraph_tool_calls", de
 
 
 @contextmanager
-def watching() -> Iterator[ToolCalls]:
-    """Record the bus-tool calls made in this block (and the tasks and threads it starts)."""
-    calls = ToolCalls()
+def watching(calls: ToolCalls | None = None) -> Iterator[ToolCalls]:
+    """Record the bus-tool calls made in this block (and the tasks and threads it starts)
+    in ``calls`` (a new :class:`ToolCalls` when not given)."""
+    calls = calls if calls is not None else ToolCalls()
     token = _calls.set(calls)
     try:
         yield calls
     finally:
         _calls.reset(token)
+
+
+class ToolGuard(BaseCallbackHandler):
+    """Checks each of the graph's own tools as it starts (``ctx.authorize_tool``), which
+    also records it among the call's tools; bus tools (marked :data:`BUS_TOOL`) are bus
+    calls and pass. A refused tool raises PERMISSION_DENIED before it runs, and the run's
+    :class:`ToolCalls` keeps the error, so it ends the call even where a ``ToolNode`` turns
+    tool errors into messages.
+
+    It runs inline (in the tool's own thread or task), and ``raise_error`` lets the refusal
+    out of LangChain's callback manager.
+    """
+
+    raise_error = True
+    run_inline = True
+
+    def __init__(self, ctx: Context, calls: ToolCalls) -> None:
+        super().__init__()
+        self._ctx = ctx
+        self._calls = calls
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if metadata and metadata.get(BUS_TOOL):
+            return
+        name = serialized.get("name") if isinstance(serialized, Mapping) else None
+        try:
+            self._ctx.authorize_tool(str(name or "unnamed tool"))
+        except PermissionDenied as exc:
+            if self._calls.stopped is None:
+                self._calls.stopped = exc
+            raise
 
 
 def langchain_tools(tools: Sequence[BusTool]) -> list[BaseTool]:
@@ -100,6 +144,7 @@ def _structured(tool: BusTool) -> StructuredTool:
         args_schema=dict(tool.input_schema),
         coroutine=call,
         func=call_in_thread,
+        metadata={BUS_TOOL: True},
     )
 
 

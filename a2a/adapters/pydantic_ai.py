@@ -28,6 +28,10 @@ How the run maps onto the bus handler it runs in:
   goes to ``ctx.progress`` as a small JSON update.
 - **Bus errors.** pydantic-ai lets a tool's exception through unchanged, so a typed bus
   error from a bus tool (CYCLE_DETECTED, ...) reaches the caller as itself.
+- **The agent's own tools.** Every function tool that is not a bus tool is checked as it is
+  about to run (a run-scoped capability's ``before_tool_execute``: ``ctx.authorize_tool``),
+  so the roster's ``tools`` and the caller's ``allowed_tools`` hold and the call reports the
+  tools it used; a refused tool ends the call with PERMISSION_DENIED before it runs.
 - **Deferred tools.** A run whose output is ``DeferredToolRequests`` (a tool needing approval
   or an external result) ends as INPUT_REQUIRED, the pending calls in ``details["interrupts"]``.
   It cannot be resumed through the bus: the run's state is its message history, which this
@@ -45,8 +49,10 @@ from typing import Any, Unpack
 from pydantic import BaseModel
 from pydantic_ai import DeferredToolRequests, Tool, ToolFailed
 from pydantic_ai.agent import AbstractAgent, CallToolsNode, ModelRequestNode
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import RunCancelled, RunTimedOut, UsageLimitExceeded
 from pydantic_ai.messages import RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.usage import RunUsage, UsageLimits
 from pydantic_core import to_jsonable_python
 
@@ -117,7 +123,7 @@ def pydantic_ai_tools(tools: Sequence[BusTool]) -> list[Tool[Any]]:
     (INVALID_PARAMS). The model reads a call's result as text (a JSON result as JSON).
     A bus error that ends the call comes out of the run as itself when it is a limit,
     deadline, cancellation or permission error; any other (AGENT_ERROR, NO_RESPONDERS,
-    INVALID_PARAMS, INPUT_REQUIRED, ...) is a failed tool result ``"error: CODE: message"``
+    INVALID_PARAMS, INPUT_REQUIRED, ...) is a failed tool result ``"error: CODE from AGENT: message"``
     (``ToolFailed``: the model sees it and may try otherwise, without spending the tool's
     retries as ``ModelRetry`` would; the run's request limit bounds repeated failures).
     pydantic-ai runs the tool calls of one model response at once; under a token budget
@@ -135,12 +141,37 @@ def _native(tool: BusTool) -> Tool[Any]:
         except A2AError as exc:
             raise ToolFailed(bridge.tool_error_text(exc)) from exc
 
-    return Tool.from_schema(
+    native: Tool[Any] = Tool.from_schema(
         call,
         name=tool.name,
         description=tool.description,
         json_schema=dict(tool.input_schema),
     )
+    native.metadata = {**(native.metadata or {}), _BUS_TOOL: True}
+    return native
+
+
+_BUS_TOOL = "a2a_bus_tool"
+
+
+@dataclass
+class _ToolGuard(AbstractCapability[Any]):
+    """Checks each of the agent's own function tools before it runs; bus tools are bus calls
+    and pass (see the module's docstring)."""
+
+    ctx: Context
+
+    async def before_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+    ) -> dict[str, Any]:
+        if tool_def.kind == "function" and not (tool_def.metadata or {}).get(_BUS_TOOL):
+            self.ctx.authorize_tool(tool_def.name)
+        return args
 
 
 @dataclass
@@ -197,6 +228,7 @@ class _Runner:
                     usage_limits=self._limits(ctx.budget_left),
                     timeout=remaining,
                     conversation_id=ctx.conversation_id,
+                    capabilities=[_ToolGuard(ctx)],
                 ) as run:
                     async for node in run:
                         meter.report()

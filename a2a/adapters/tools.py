@@ -18,50 +18,80 @@ from discovery.profile import AgentProfile
 
 from ..core.route import Target, by_capability
 from .bridge import current_context, text_of
+from .delegate_args import DEFAULT_CONTEXT_TOKENS, answer_text, delegate_schema, parse
 
-__all__ = ["BusTool", "agent_tool", "call_tool", "delegate_tool", "tool_name", "tools_from_profile"]
+__all__ = [
+    "BusTool",
+    "Delegating",
+    "agent_tool",
+    "call_tool",
+    "delegate_tool",
+    "tool_name",
+    "tools_from_profile",
+]
 
 _NAME = re.compile(r"[^a-zA-Z0-9_-]+")
 
-DELEGATE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"task": {"type": "string", "description": "What the agent should do, in full."}},
-    "required": ["task"],
-    "additionalProperties": False,
-}
 ANY_OBJECT: dict[str, Any] = {"type": "object", "additionalProperties": True}
+
+
+@dataclass(frozen=True)
+class Delegating:
+    """How a delegate tool delegates (see :func:`delegate_tool`)."""
+
+    agents: Sequence[str] | None = None
+    """The agents the model may name when the tool has no target (None: any)."""
+    max_context_tokens: int = DEFAULT_CONTEXT_TOKENS
+    """The default and the most the model may ask for."""
+    workspace: str | None = None
+    """The workspace root a context with ``include_workspace`` describes."""
 
 
 @dataclass(frozen=True)
 class BusTool:
     """A tool that calls ``action`` of ``target`` (an agent name or a capability route).
 
-    With ``delegate`` set, the tool takes one ``task`` string and delegates it (seed 002:
-    a task with only the context it needs, nested calls off); otherwise its arguments
-    are the action's parameters, checked by the callee against ``input_schema``.
+    With ``delegate`` set, the tool takes seed 000's sub-agent arguments and delegates
+    the task (:meth:`a2a.Context.delegate`: only the context it asks for, nested calls
+    off unless asked); otherwise its arguments are the action's parameters, checked by
+    the callee against ``input_schema``.
     """
 
     name: str
     description: str
     target: Target | None
-    """None: the model names the agent in the ``agent`` argument (see :func:`agent_tool`)."""
+    """None: the model names the agent, in ``agent`` (see :func:`agent_tool`) or, for a
+    delegate tool, in ``agent_name``."""
     action: str
     input_schema: Mapping[str, Any] = field(default_factory=lambda: dict(ANY_OBJECT))
-    delegate: bool = False
+    delegate: Delegating | None = None
     timeout: float | None = None
     """Seconds for one call; the handler's own deadline always caps it."""
 
     async def run(self, arguments: Mapping[str, Any]) -> Any:
-        """Make the call from the current handler and return the callee's result."""
+        """Make the call from the current handler and return the callee's result.
+
+        Raises:
+            A2AError: the typed error the call ended with (INVALID_PARAMS for arguments
+                the tool itself refuses; AGENT_ERROR for a delegated task that failed).
+        """
         ctx = current_context()
+        if self.delegate is not None:
+            d = self.delegate
+            parsed = parse(arguments, d.agents, self.target is not None, d.max_context_tokens)
+            target = parsed.agent if parsed.agent is not None else self.target
+            assert target is not None  # parse() requires agent_name when the tool has no target
+            response = await ctx.delegate(
+                target,
+                parsed.task,
+                action=self.action,
+                timeout=self.timeout,
+                workspace=d.workspace,
+                **parsed.options,
+            )
+            return answer_text(response)
         if self.target is None:
             return await ctx.call(*self._chosen(arguments), timeout=self.timeout)
-        if self.delegate:
-            task = arguments.get("task")
-            response = await ctx.delegate(
-                self.target, str(task or ""), action=self.action, timeout=self.timeout
-            )
-            return response.result
         return await ctx.call(self.target, self.action, dict(arguments), timeout=self.timeout)
 
     def _chosen(self, arguments: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
@@ -107,22 +137,48 @@ def call_tool(
 
 
 def delegate_tool(
-    target: Target,
+    target: Target | None = None,
     *,
+    agents: Sequence[str] | None = None,
     action: str = "run",
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    max_context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+    workspace: str | None = None,
 ) -> BusTool:
-    """A tool that delegates a ``task`` (one string) to ``target``'s ``action``."""
-    where = str(target)
+    """A tool that delegates a task to ``target``'s ``action`` (:meth:`a2a.Context.delegate`).
+
+    The model fills in seed 000's ``SubAgentArgs``: ``task``; ``agent_name`` when there is
+    no ``target`` (one of ``agents`` when given); ``context`` (a ContextFilter: which part
+    of this conversation the agent gets, ``last_messages``, ``roles``, ``keywords``,
+    ``include_summary``, ``include_workspace``, ``workspace_files``, ``max_age_seconds``);
+    ``input`` (structured data); ``max_context_tokens`` (at most ``max_context_tokens``,
+    its default too); ``allowed_tools`` (only narrows the agent's own tools);
+    ``allow_nested_calls`` (default false). ``workspace`` is the root a context with
+    ``include_workspace`` describes; the model cannot choose it.
+
+    The model reads the agent's result text. Arguments the tool refuses (INVALID_PARAMS)
+    and a delegation that failed (AGENT_ERROR from the agent, when it reported
+    ``status="failed"``) reach it as ``error: CODE from AGENT: message`` through each
+    framework's tool wrapper, like every bus tool's errors.
+    """
+    where = str(target) if target is not None else None
+    if name is None:
+        name = tool_name("delegate_to", where.split(":")[-1]) if where is not None else "delegate"
+    if description is None:
+        description = (
+            f"Delegate a task to the bus agent {where}; it returns its result."
+            if where is not None
+            else "Delegate a task to another bus agent (agent_name); it returns its result."
+        )
     return BusTool(
-        name=name or tool_name("delegate_to", where.split(":")[-1]),
-        description=description or f"Delegate a task to the bus agent {where}; it returns its result.",
+        name=name,
+        description=description,
         target=target,
         action=action,
-        input_schema=dict(DELEGATE_SCHEMA),
-        delegate=True,
+        input_schema=delegate_schema(agents, target is not None, max_context_tokens),
+        delegate=Delegating(agents=agents, max_context_tokens=max_context_tokens, workspace=workspace),
         timeout=timeout,
     )
 

@@ -1,7 +1,8 @@
 """The console's live events as lines in a terminal (``a2a watch``), in seed 000's words.
 
-A call prints when its record arrives, that is when it ends (a sub-call ends before its
-caller, so the tools a call used are known when it prints)::
+A call prints when its record arrives, that is when it ends, with the tools its handler
+used (those it was authorized to use, ``ctx.authorize_tool``: a framework agent's own
+tools, a stdio agent's reported ones); the agents it called print as calls of their own::
 
     planner calling coder with task: write the parser
     coder returned: SUCCESS (120 tokens, 1.20 s)
@@ -52,7 +53,6 @@ class Watcher:
     """Turns feed events into lines; remembers just enough to print only what is new."""
 
     only: WatchFilter = field(default_factory=WatchFilter)
-    _children: OrderedDict[str, list[str]] = field(default_factory=OrderedDict)
     _seen: OrderedDict[str, tuple[str, int, int]] = field(default_factory=OrderedDict)
     _recent: deque[str] = field(default_factory=lambda: deque(maxlen=4096))
 
@@ -67,10 +67,6 @@ class Watcher:
         if r.request_id in self._recent:
             return []  # the caller's and the callee's record of one call
         self._recent.append(r.request_id)
-        if r.parent_id:
-            self._children.setdefault(r.parent_id, []).append(r.target)
-            while len(self._children) > 4096:
-                self._children.popitem(last=False)
         if not self.only.calls(r):
             return []
         task = r.objective or r.action
@@ -80,9 +76,8 @@ class Watcher:
             f"{r.target} returned: {result} ({r.tokens} tokens, {r.duration_ms / 1000:.2f} s)"
             + (f" {r.error_code}: {_clip(r.error_message or '')}" if r.error_code else ""),
         ]
-        tools = self._children.pop(r.request_id, [])
-        if tools:
-            out.append("Tools used: " + ", ".join(dict.fromkeys(tools)))
+        if r.tools:
+            out.append("Tools used: " + ", ".join(dict.fromkeys(r.tools)))
         return out
 
     def _session(self, s: Session) -> list[str]:

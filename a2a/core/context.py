@@ -341,8 +341,13 @@ class Context:
         of an earlier delegation. Nested calls are off by default (seed 000). The
         interaction is recorded once in the conversation history.
 
+        A delegation either succeeds (``status`` ``"success"`` or ``"partial"``) or raises:
+        a callee that answers ``status="failed"`` ends it as AGENT_ERROR from that callee,
+        with the callee's ``error`` as the message.
+
         Raises:
-            A2AError: the typed error the delegation ended with.
+            A2AError: the typed error the delegation ended with (AgentError when the
+                callee reported ``status="failed"``).
         """
         if not isinstance(target, DelegationStep):
             target = DelegationStep(target=target, task=task, **step)
@@ -352,7 +357,8 @@ class Context:
         """Sequential delegation; each step gets the previous result as ``handoff.intermediate_results``.
 
         Raises:
-            A2AError: the first failing step's error; ``details['completedSteps']`` says how far it got.
+            A2AError: the first failing step's error (a step answering ``status="failed"``
+                included, as AgentError); ``details['completedSteps']`` says how far it got.
         """
         return await self._delegator().chain(steps)
 
@@ -364,7 +370,8 @@ class Context:
         ``gather``: ``all`` waits for every branch; ``first`` returns at the first
         success; ``quorum`` at ``quorum`` successes. Branches still running then are
         cancelled (across processes) and, like results arriving after that point,
-        counted in ``dropped``. Failed branches appear as failed responses.
+        counted in ``dropped``. Failed branches (a typed error, or a callee answering
+        ``status="failed"``) appear as failed responses with their ``error_code``.
 
         Raises:
             FanOutExceeded: more branches than this agent's ``max_fan_out`` (nothing is sent).

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from bus.errors import A2AError, FanOutExceeded, InvalidParams, PermissionDenied, Unavailable
+from bus.errors import A2AError, AgentError, FanOutExceeded, InvalidParams, PermissionDenied, Unavailable
 from bus.handoff import (
     ChatMessage,
     Delegation,
@@ -189,6 +189,8 @@ class Delegator:
             )
             raw = await ctx.invoke(step.target, step.action, None, options)
             response = DelegationResponse.from_response(raw, (services.clock() - start) * 1000, thread_id)
+            if response.status == "failed":
+                error = _reported_failure(response)
         except A2AError as exc:
             error = exc
             response = DelegationResponse.from_error(
@@ -196,6 +198,23 @@ class Delegator:
             )
         await _record(ctx, step, response)
         return response, error
+
+
+def _reported_failure(response: DelegationResponse) -> AgentError:
+    """The error of a delegated task whose handler answered with ``status="failed"``: the
+    callee ran and said it failed, which ends the delegation as AGENT_ERROR from the callee."""
+    agent = response.target_employee
+    error = AgentError(
+        response.error or f"{agent} reported that the task failed, without saying why",
+        agent=agent,
+        details={"requestId": response.request_id, "reportedStatus": "failed"},
+    )
+    error.remote = True
+    error.usage = response.token_usage
+    response.error = error.message
+    response.error_code = error.code
+    response.error_agent = agent
+    return error
 
 
 async def _filtered_context(scope: Handling, step: DelegationStep) -> FilteredContext:

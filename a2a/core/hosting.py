@@ -362,7 +362,9 @@ class AgentHost:
             if audit.enabled:
                 spent = ctx.spent if ctx is not None else None
                 tokens = spent.total if spent is not None else 0
-                audit.emit(callee_record(env, name, self.instance_id, services.clock() - t0, error, tokens))
+                tools = ctx.tools_used if ctx is not None else ()
+                elapsed = services.clock() - t0
+                audit.emit(callee_record(env, name, self.instance_id, elapsed, error, tokens, tools))
         finally:
             trace.close()
 

@@ -95,7 +95,8 @@ class TaskHost:
             trace.ended(error, result)
             if services.audit.enabled:
                 tokens, elapsed = spent.total if spent is not None else 0, services.clock() - t0
-                record = callee_record(env, name, self.instance.instance_id, elapsed, error, tokens)
+                tools = ctx.tools_used if ctx is not None else ()
+                record = callee_record(env, name, self.instance.instance_id, elapsed, error, tokens, tools)
                 services.audit.emit(record)
             if error is not None:
                 return TaskOutcome(state="failed", error=error.to_info(), usage=spent)

@@ -100,6 +100,9 @@ class LocalPromptResponse(Frame, tag=RESPONSE):
     draft_message: str = ""
     reason: str = ""
     metrics: dict[str, Any] = msgspec.field(default_factory=dict)
+    tools_used: list[str] = msgspec.field(default_factory=list)
+    """The tools the program used for this answer (an extension of the seed's frame): the
+    bridge checks each against the agent's rights and reports them as the call's tools."""
 
 
 class LocalPromptProgress(Frame, tag=PROGRESS):

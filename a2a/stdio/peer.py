@@ -12,11 +12,15 @@ The agent has two actions:
   ``objective`` and ``remote_message`` are the text; the result is the ``draft_message``.
 - ``prompt`` with the request frame's fields but ``type`` and ``request_id``
   (:data:`a2a.prompt.PROMPT_SCHEMA`): the result is ``{"draft_message", "status",
-  "reason", "metrics"}`` (``metrics.latency_ms`` measured here when the program gives none).
+  "reason", "metrics", "tools_used"}`` (``metrics.latency_ms`` measured here when the
+  program gives none).
   The history is cut to ``max_history_turns`` and ``max_history_chars`` (oldest turns
   first) before it is sent.
 
 A response with ``status: "error"`` ends the call with AGENT_ERROR and its ``reason``.
+The tools a response lists in ``tools_used`` are checked as a handler's tools are
+(``ctx.authorize_tool``: the roster's ``tools``, the caller's ``allowed_tools``) and
+reported as the call's tools; one the agent may not use ends the call PERMISSION_DENIED.
 A turn may take 60 s, 120 s with ``constraints.allow_tool_use``, less when
 ``constraints.local_turn_timeout_ms`` says so, and never more than the call has left; the
 frame's ``local_turn_timeout_ms`` tells the program the time it actually has. A turn that
@@ -175,6 +179,10 @@ class StdioPeer(Peer):
                 raise UnknownAction(f"the stdio agent has no action {action!r}", details={"action": action})
             start = time.monotonic()
             response = await self._turn(ctx, pool, frame)
+            for tool in response.tools_used:
+                # Checked and recorded as a handler's tool would be; a tool the agent may
+                # not use fails the call, whatever the program answered.
+                ctx.authorize_tool(tool)
             if response.status == "error":
                 raise AgentError(response.reason or "the local agent reported an error without a reason")
         except A2AError as exc:
@@ -189,6 +197,7 @@ class StdioPeer(Peer):
             "status": response.status,
             "reason": response.reason,
             "metrics": metrics,
+            "tools_used": list(response.tools_used),
         }
 
     def _prompt_frame(self, ctx: Context, params: dict[str, Any]) -> LocalPromptRequest:

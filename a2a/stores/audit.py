@@ -50,9 +50,16 @@ def stream_name(namespace: str) -> str:
 
 
 def callee_record(
-    env: Envelope, agent: str, instance: str, seconds: float, error: A2AError | None, tokens: int = 0
+    env: Envelope,
+    agent: str,
+    instance: str,
+    seconds: float,
+    error: A2AError | None,
+    tokens: int = 0,
+    tools: Sequence[str] = (),
 ) -> AuditRecord:
-    """The callee's record of a request it received and handled for ``seconds`` until now.
+    """The callee's record of a request it received and handled for ``seconds`` until now,
+    with the ``tokens`` it reported and the ``tools`` it used.
 
     Built with the always-present fields and then the optional ones that are set: msgspec
     constructs a struct several times faster from up to 15 keyword arguments than from more.
@@ -82,6 +89,8 @@ def callee_record(
         record.objective = env.delegation.objective
     if tokens:
         record.tokens = tokens
+    if tools:
+        record.tools = list(tools)
     if error is not None:
         _failed(record, error)
     return record

@@ -9,6 +9,9 @@ and answers by the caller's text:
     wait                  calls the tool ``wait``, which touches ``$A2A_TEST_MARKS/<name>.waiting``,
                           waits until cancelled, then touches ``<name>.cancelled`` and re-raises
     handoff: X            hands off to the user (only an assistant made with ``handoff=True``)
+    delegate: JSON        calls the bus tool ``delegate`` (any agent) with the JSON object as its
+                          arguments, then answers "<name> heard: <the result>"
+    use: TOOL             calls the assistant's own tool TOOL (``lookup`` answers "looked up")
     anything else         "<name> says <text>"
 
 Every model call reports 10 prompt and 5 completion tokens.
@@ -39,12 +42,16 @@ from autogen_core.tools import FunctionTool, Tool, ToolSchema
 from pydantic import BaseModel
 
 from a2a import Agent
-from a2a.adapters import agent_tool
+from a2a.adapters import agent_tool, delegate_tool
 from a2a.adapters.autogen import autogen_tools, from_autogen
 from tests.adapters.plain_agents import wait_until_cancelled
 
 NAME = os.environ.get("A2A_TEST_AGENT_NAME", "ag")
 PROMPT, COMPLETION = 10, 5
+
+
+SHOWN: dict[str, list[ToolSchema]] = {}
+"""The tool schemas each model (by agent name) was last sent with a request that had tools."""
 
 
 class ScriptedModel(ChatCompletionClient):
@@ -68,6 +75,10 @@ class ScriptedModel(ChatCompletionClient):
             return self.tool_call("call_agent", {"agent": target.strip(), "text": rest.strip()})
         if text == "wait":
             return self.tool_call("wait", {})
+        if text.startswith("delegate:"):
+            return self.tool_call("delegate", json.loads(text.removeprefix("delegate:")))
+        if text.startswith("use:"):
+            return self.tool_call(text.removeprefix("use:").strip(), {})
         if text.startswith("handoff:"):
             return self.tool_call("transfer_to_user", {})
         return f"{self.name} says {text}"
@@ -86,6 +97,8 @@ class ScriptedModel(ChatCompletionClient):
         cancellation_token: CancellationToken | None = None,
     ) -> CreateResult:
         self.calls += 1
+        if tools:  # a reflection on tool results is asked without tools
+            SHOWN[self.name] = [t.schema if isinstance(t, Tool) else t for t in tools]
         content = self.answer(messages)
         return CreateResult(
             finish_reason="stop" if isinstance(content, str) else "function_calls",
@@ -149,6 +162,11 @@ def wait_tool(name: str, *, tokens: list[CancellationToken] | None = None) -> Fu
     return FunctionTool(wait, description="Wait until cancelled.", name="wait")
 
 
+async def lookup() -> str:
+    """Look something up."""
+    return "looked up"
+
+
 def make_assistant(
     name: str = NAME, *, tokens: list[CancellationToken] | None = None, handoff: bool = False
 ) -> AssistantAgent:
@@ -156,7 +174,11 @@ def make_assistant(
     return AssistantAgent(
         re.sub(r"\W", "_", name),
         model_client=ScriptedModel(name),
-        tools=[*autogen_tools([agent_tool()]), wait_tool(name, tokens=tokens)],
+        tools=[
+            *autogen_tools([agent_tool(), delegate_tool()]),
+            wait_tool(name, tokens=tokens),
+            FunctionTool(lookup, description="Look something up."),
+        ],
         handoffs=["user"] if handoff else None,
         reflect_on_tool_use=True,
     )

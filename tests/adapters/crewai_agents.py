@@ -10,7 +10,12 @@ prompt and 5 completion tokens through CrewAI's usage events) answers by the inp
   then answers ``<name> got: <the tool's result text>``;
 - ``wait``: calls the tool ``wait``, which leaves ``$A2A_TEST_MARKS/<name>.waiting``, waits
   forever on the handler's loop and, when cancelled, leaves ``$A2A_TEST_MARKS/<name>.cancelled``;
+- ``delegate: JSON``: calls the bus tool ``delegate`` (any agent; CrewAI gives it one
+  ``arguments`` string) with the JSON text, then answers ``<name> got: <the result>``;
+- ``use: TOOL``: calls the crew's own tool TOOL (``lookup`` answers ``looked up``);
 - anything else: answers ``<name> says <input>``.
+
+The model keeps the tools it was last offered in :data:`SHOWN` (by agent name).
 
 CrewAI's own telemetry, tracing and version check are turned off and its storage goes to a
 temporary directory, unless the environment says otherwise, before CrewAI is imported.
@@ -41,13 +46,15 @@ from crewai.llms.base_llm import BaseLLM, llm_call_context  # noqa: E402
 from crewai.tools import BaseTool  # noqa: E402
 
 from a2a import Agent  # noqa: E402
-from a2a.adapters import agent_tool  # noqa: E402
+from a2a.adapters import agent_tool, delegate_tool  # noqa: E402
 from a2a.adapters.crewai import crewai_tools, from_crewai, run_in_handler  # noqa: E402
 from tests.adapters.plain_agents import wait_until_cancelled  # noqa: E402
 
 NAME = os.environ.get("A2A_TEST_AGENT_NAME", "crew")
 PROMPT_TOKENS, COMPLETION_TOKENS = 10, 5
 """What the fake model reports for each call."""
+SHOWN: dict[str, list[Any]] = {}
+"""The tools each agent's model was last offered, by agent name."""
 _REQUEST = re.compile(r"<request>(.*?)</request>", re.DOTALL)
 
 
@@ -74,6 +81,8 @@ class ScriptedLLM(BaseLLM):
         response_model: Any = None,
     ) -> Any:
         self.calls += 1
+        if tools:
+            SHOWN[self.agent_name] = list(tools)
         messages = [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
         answer = self._answer(messages)
         usage = {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS}
@@ -100,7 +109,21 @@ class ScriptedLLM(BaseLLM):
             return tool_calls(("call_agent", {"agent": agent.strip(), "text": rest.strip()}))
         if prompt == "wait":
             return tool_calls(("wait", {}))
+        if prompt.startswith("delegate:"):
+            return tool_calls(("delegate", {"arguments": prompt.removeprefix("delegate:").strip()}))
+        if prompt.startswith("use:"):
+            return tool_calls((prompt.removeprefix("use:").strip(), {}))
         return f"{name} says {prompt.removeprefix('echo:').strip()}"
+
+
+class LookupTool(BaseTool):
+    """One of the crew's own tools."""
+
+    name: str = "lookup"
+    description: str = "Look something up."
+
+    def _run(self) -> str:
+        return "looked up"
 
 
 class WaitTool(BaseTool):
@@ -124,7 +147,7 @@ def crew(name: str = NAME, *, human_input: bool = False) -> Crew:
         goal="Answer the request",
         backstory="A scripted agent for tests.",
         llm=ScriptedLLM(model=f"scripted-{name}", agent_name=name),
-        tools=[*crewai_tools([agent_tool()]), WaitTool(agent_name=name)],
+        tools=[*crewai_tools([agent_tool(), delegate_tool()]), WaitTool(agent_name=name), LookupTool()],
         verbose=False,
         max_iter=4,
     )

@@ -17,11 +17,16 @@ human message:
 - ``confirm: X``: calls the tool ``ask_human``, which asks X with ``interrupt()``, then
   answers ``<name> got: <the answer>``;
 - ``loop``: calls the tool ``noop`` again after every result, until the recursion limit;
+- ``delegate: JSON``: calls the bus tool ``delegate`` (:func:`a2a.adapters.delegate_tool`, any
+  agent) with the JSON object as its arguments, then answers ``<name> got: <the result text>``;
+- ``use: TOOL``: calls the graph's own tool TOOL (``lookup`` answers ``looked up``), then
+  answers ``<name> got: <its result>``;
 - anything else: answers ``<name> says <input>``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -38,7 +43,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import interrupt
 
 from a2a import Agent
-from a2a.adapters import agent_tool
+from a2a.adapters import agent_tool, delegate_tool
 from a2a.adapters.langgraph import from_langgraph, langchain_tools
 from tests.adapters.plain_agents import wait_until_cancelled
 
@@ -86,6 +91,10 @@ class ScriptedChatModel(BaseChatModel):
             agents, _, rest = prompt.partition(":")[2].partition(":")
             asks = [("call_agent", {"agent": a.strip(), "text": rest.strip()}) for a in agents.split(",")]
             return _call(*asks, n=n)
+        if prompt.startswith("delegate:"):
+            return _call(("delegate", json.loads(prompt.removeprefix("delegate:"))), n=n)
+        if prompt.startswith("use:"):
+            return _call((prompt.removeprefix("use:").strip(), {}), n=n)
         if prompt.startswith("confirm:"):
             return _call(("ask_human", {"question": prompt.removeprefix("confirm:").strip()}), n=n)
         if prompt.strip() in ("wait", "loop"):
@@ -117,12 +126,17 @@ def _call(*calls: tuple[str, dict[str, Any]], n: int) -> AIMessage:
 
 
 def local_tools(name: str) -> list[BaseTool]:
-    """The graph's own tools: ``wait`` (until cancelled), ``noop`` and ``ask_human``."""
+    """The graph's own tools: ``wait`` (until cancelled), ``lookup``, ``noop`` and ``ask_human``."""
 
     @tool
     async def wait() -> str:
         """Wait for something that never comes."""
         return await wait_until_cancelled(name)
+
+    @tool
+    async def lookup() -> str:
+        """Look something up."""
+        return "looked up"
 
     @tool
     async def noop() -> str:
@@ -134,7 +148,7 @@ def local_tools(name: str) -> list[BaseTool]:
         """Ask the user a question and wait for the answer."""
         return str(interrupt({"question": question}))
 
-    return [wait, noop, ask_human]
+    return [wait, lookup, noop, ask_human]
 
 
 def graph(name: str = NAME, **tool_node: Any) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -146,7 +160,8 @@ def graph(name: str = NAME, **tool_node: Any) -> CompiledStateGraph[Any, Any, An
 
     builder = StateGraph(MessagesState)
     builder.add_node("model", think)
-    builder.add_node("tools", ToolNode([*langchain_tools([agent_tool()]), *local_tools(name)], **tool_node))
+    bus_tools = langchain_tools([agent_tool(), delegate_tool()])
+    builder.add_node("tools", ToolNode([*bus_tools, *local_tools(name)], **tool_node))
     builder.add_edge(START, "model")
     builder.add_conditional_edges("model", tools_condition)
     builder.add_edge("tools", "model")

@@ -9,7 +9,12 @@ The model (a ``FunctionModel``; every response reports 10 input and 5 output tok
   then answers ``<name> got: <the tool's result text>``;
 - ``wait``: calls the tool ``wait``, which leaves ``$A2A_TEST_MARKS/<name>.waiting``, waits
   forever and, when cancelled, leaves ``$A2A_TEST_MARKS/<name>.cancelled``;
+- ``delegate: JSON``: calls the bus tool ``delegate`` (any agent) with the JSON object as its
+  arguments, then answers ``<name> got: <the result text>``;
+- ``use: TOOL``: calls the agent's own tool TOOL (``lookup`` answers ``looked up``);
 - anything else: answers ``<name> says <input>``.
+
+The model keeps the tool definitions it was shown in :data:`SHOWN` (by agent name).
 
 With a structured output type the answer goes through pydantic-ai's output tool as
 ``{"agent": <name>, "text": <answer>}`` (see :class:`Reply`).
@@ -17,6 +22,7 @@ With a structured output type the answer goes through pydantic-ai's output tool 
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -33,16 +39,19 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
 from a2a import Agent
-from a2a.adapters import agent_tool
+from a2a.adapters import agent_tool, delegate_tool
 from a2a.adapters.pydantic_ai import from_pydantic_ai, pydantic_ai_tools
 from tests.adapters.plain_agents import wait_until_cancelled
 
 NAME = os.environ.get("A2A_TEST_AGENT_NAME", "pa")
 PROMPT_TOKENS, COMPLETION_TOKENS = 10, 5
 """What the fake model reports for each response."""
+SHOWN: dict[str, dict[str, ToolDefinition]] = {}
+"""The function tools each agent's model was last shown, by agent name and tool name."""
 
 
 class Reply(BaseModel):
@@ -56,6 +65,7 @@ def scripted_model(name: str) -> FunctionModel:
     """The fake model of the agent called ``name``."""
 
     async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        SHOWN[name] = {t.name: t for t in info.function_tools}
         prompt = _prompt(messages)
         returned = _returned(messages[-1])
         if returned is not None:
@@ -65,6 +75,10 @@ def scripted_model(name: str) -> FunctionModel:
             return _call("call_agent", {"agent": agent.strip(), "text": rest.strip()})
         if prompt.strip() == "wait":
             return _call("wait", {})
+        if prompt.startswith("delegate:"):
+            return _call("delegate", json.loads(prompt.removeprefix("delegate:")))
+        if prompt.startswith("use:"):
+            return _call(prompt.removeprefix("use:").strip(), {})
         return _answer(name, f"{name} says {prompt.removeprefix('echo:').strip()}", info)
 
     return FunctionModel(respond, model_name=f"scripted-{name}")
@@ -80,13 +94,18 @@ def wait_tool(name: str) -> Tool[Any]:
     return Tool(wait)
 
 
+def lookup() -> str:
+    """Look something up."""
+    return "looked up"
+
+
 def pydantic_agent(name: str = NAME, output_type: Any = str) -> PydanticAgent[None, Any]:
     """The pydantic-ai agent: the scripted model, ``call_agent`` (any bus agent) and ``wait``."""
     return PydanticAgent(
         scripted_model(name),
         name=name,
         output_type=output_type,
-        tools=[*pydantic_ai_tools([agent_tool()]), wait_tool(name)],
+        tools=[*pydantic_ai_tools([agent_tool(), delegate_tool()]), wait_tool(name), Tool(lookup)],
     )
 
 

@@ -9,6 +9,8 @@ tokens a model call).
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +23,11 @@ from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_core import CancellationToken
 
 from a2a import Agent, Context, Runtime, Settings
-from a2a.adapters import agent_tool, call_tool
+from a2a.adapters import agent_tool, call_tool, delegate_tool
 from a2a.adapters.autogen import autogen_tools, from_autogen
-from a2a.errors import BudgetExceeded, CycleDetected, DeadlineExceeded, InputRequired
-from tests.adapters.autogen_agents import COMPLETION, PROMPT, make_assistant, make_team
+from a2a.errors import BudgetExceeded, CycleDetected, DeadlineExceeded, InputRequired, PermissionDenied
+from tests.adapters.autogen_agents import COMPLETION, PROMPT, SHOWN, make_assistant, make_team
+from tests.adapters.plain_agents import DELEGATED, DELEGATION, boss_agent, worker_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -39,6 +42,7 @@ class Bus:
     """The CancellationToken each run of ``ag``'s wait tool was given."""
     slow_called: anyio.Event = field(default_factory=anyio.Event)
     slow_cancelled: anyio.Event = field(default_factory=anyio.Event)
+    delegated: list[dict[str, Any]] = field(default_factory=list)
 
     async def wait_for(self, mark: str, timeout: float = 5.0) -> None:
         with anyio.fail_after(timeout):
@@ -97,6 +101,8 @@ async def bus(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
             from_autogen(make_team("crew"), name="crew"),
             from_autogen(lambda: make_assistant("hand", handoff=True), name="hand"),
             from_autogen(asking_team, name="asker"),
+            worker_agent(b.delegated),
+            boss_agent(),
         )
         yield b
 
@@ -156,7 +162,7 @@ async def test_a_cycle_from_inside_a_tool_comes_out_typed(bus: Bus) -> None:
 
 async def test_other_bus_errors_go_to_the_model_as_text(bus: Bus) -> None:
     result = await bus.rt.call("ag", "run", {"text": "ask: nobody: hi"})
-    assert result.startswith("ag heard: error: NO_RESPONDERS: ")
+    assert re.fullmatch(r"ag heard: error: NO_RESPONDERS( from \S+)?: .+", result), result
 
 
 async def test_the_model_is_shown_the_bus_tools_own_schema() -> None:
@@ -212,3 +218,31 @@ async def test_a_user_proxy_asking_for_input_ends_the_call_with_input_required(b
     ]
     history = caught.value.details["resume"]["history"]
     assert history[-1] == {"source": "asker", "text": "asker says hi"}
+
+
+async def test_the_delegate_tool_passes_seed_000s_arguments_as_the_model_sees_them(bus: Bus) -> None:
+    answer = await bus.rt.call("ag", "run", {"text": "delegate: " + json.dumps(DELEGATION)})
+    assert answer == "ag heard: worker did: tidy the logs"
+    assert bus.delegated == [DELEGATED]
+    (shown,) = [t for t in SHOWN["ag"] if t["name"] == "delegate"]
+    assert shown.get("parameters") == delegate_tool().input_schema
+
+
+async def test_a_failed_delegation_or_bad_arguments_reach_the_model_as_error_text(bus: Bus) -> None:
+    failed = await bus.rt.call(
+        "ag", "run", {"text": "delegate: " + json.dumps({**DELEGATION, "task": "fail"})}
+    )
+    assert failed == "ag heard: error: AGENT_ERROR from worker: the disk is full"
+    bad = {**DELEGATION, "roles": ["user"]}  # a filter field outside ``context``
+    refused = await bus.rt.call("ag", "run", {"text": "delegate: " + json.dumps(bad)})
+    assert refused.startswith("ag heard: error: INVALID_PARAMS: bad delegate arguments"), refused
+    assert len(bus.delegated) == 1
+
+
+async def test_the_assistants_own_tools_are_authorized_and_reported(bus: Bus) -> None:
+    used = await bus.rt.call("boss", "run", {"target": "ag", "text": "use: lookup"})
+    assert used == {"result": "ag heard: looked up", "tool_calls": ["lookup"]}
+    asked = await bus.rt.call("boss", "run", {"target": "ag", "text": "ask: echo: hi"})
+    assert asked["tool_calls"] == []  # a bus tool is a bus call
+    with pytest.raises(PermissionDenied, match="'lookup' is not among them"):
+        await bus.rt.call("boss", "run", {"target": "ag", "text": "use: lookup", "allowed_tools": ["wait"]})

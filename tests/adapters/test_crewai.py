@@ -22,11 +22,26 @@ from crewai.tasks.task_output import TaskOutput
 from pydantic import ValidationError
 
 from a2a import Agent, Context, Runtime, Settings
-from a2a.adapters import agent_tool, call_tool
+from a2a.adapters import agent_tool, call_tool, delegate_tool
 from a2a.adapters.crewai import crewai_tools, from_crewai
-from a2a.errors import AgentError, BudgetExceeded, CycleDetected, DeadlineExceeded, InputRequired
-from tests.adapters.crewai_agents import PROMPT_TOKENS, ScriptedLLM, build, crew, tool_calls
-from tests.adapters.plain_agents import Bus, outer_agent, probe_agent
+from a2a.errors import (
+    AgentError,
+    BudgetExceeded,
+    CycleDetected,
+    DeadlineExceeded,
+    InputRequired,
+    PermissionDenied,
+)
+from tests.adapters.crewai_agents import PROMPT_TOKENS, SHOWN, ScriptedLLM, build, crew, tool_calls
+from tests.adapters.plain_agents import (
+    DELEGATED,
+    DELEGATION,
+    Bus,
+    boss_agent,
+    outer_agent,
+    probe_agent,
+    worker_agent,
+)
 
 pytestmark = [
     pytest.mark.anyio,
@@ -57,7 +72,14 @@ async def bus(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("A2A_TEST_MARKS", str(tmp_path))
     async with Runtime(settings) as rt:
         found = Bus(rt, tmp_path)
-        await rt.serve(build("crew"), probe_agent(found.probed), outer_agent("crew"), sleeper_agent(tmp_path))
+        await rt.serve(
+            build("crew"),
+            probe_agent(found.probed),
+            outer_agent("crew"),
+            sleeper_agent(tmp_path),
+            worker_agent(found.delegated),
+            boss_agent(),
+        )
         yield found
 
 
@@ -176,7 +198,7 @@ async def test_a_cycle_refused_to_a_tool_comes_out_typed(bus: Bus) -> None:
 
 async def test_other_bus_errors_reach_the_model_as_a_failed_tool_result(bus: Bus) -> None:
     answer = await bus.rt.call("crew", "run", {"text": "ask: nobody-here: hi"})
-    assert re.fullmatch(r"crew got: error: [A-Z_]+: .+", answer), answer
+    assert re.fullmatch(r"crew got: error: [A-Z_]+( from \S+)?: .+", answer), answer
 
 
 async def test_human_input_ends_the_call_as_input_required(bus: Bus) -> None:
@@ -212,3 +234,34 @@ def test_bus_tools_get_their_schemas_as_fields_or_one_json_string() -> None:
         listed.args_schema(agent="someone else", text="hi")
     assert list(free.args_schema.model_fields) == ["arguments"]
     assert '"additionalProperties": true' in (free.args_schema.model_fields["arguments"].description or "")
+
+
+async def test_the_delegate_tool_passes_seed_000s_arguments_as_the_model_sees_them(bus: Bus) -> None:
+    answer = await bus.rt.call("crew", "run", {"text": "delegate: " + json.dumps(DELEGATION)})
+    assert answer == "crew got: worker did: tidy the logs"
+    assert bus.delegated == [DELEGATED]
+    # CrewAI takes a nested schema as one JSON string, the whole schema in its description.
+    (shown,) = [t for t in SHOWN["crew"] if t["function"]["name"] == "delegate"]
+    parameters = shown["function"]["parameters"]
+    assert list(parameters["properties"]) == ["arguments"]
+    hint = parameters["properties"]["arguments"]["description"]
+    assert json.loads(hint[hint.index("{") :]) == delegate_tool().input_schema
+
+
+async def test_a_failed_delegation_or_bad_arguments_reach_the_model_as_error_text(bus: Bus) -> None:
+    failed = await bus.rt.call(
+        "crew", "run", {"text": "delegate: " + json.dumps({**DELEGATION, "task": "fail"})}
+    )
+    assert failed == "crew got: error: AGENT_ERROR from worker: the disk is full"
+    refused = await bus.rt.call("crew", "run", {"text": "delegate: not json"})
+    assert refused.startswith("crew got: error: INVALID_PARAMS: 'arguments' is not JSON"), refused
+    assert len(bus.delegated) == 1
+
+
+async def test_the_crews_own_tools_are_authorized_and_reported(bus: Bus) -> None:
+    used = await bus.rt.call("boss", "run", {"target": "crew", "text": "use: lookup"})
+    assert used == {"result": "crew got: looked up", "tool_calls": ["lookup"]}
+    asked = await bus.rt.call("boss", "run", {"target": "crew", "text": "ask: probe: hi"})
+    assert asked["tool_calls"] == []  # a bus tool is a bus call
+    with pytest.raises(PermissionDenied, match="'lookup' is not among them"):
+        await bus.rt.call("boss", "run", {"target": "crew", "text": "use: lookup", "allowed_tools": ["wait"]})

@@ -7,6 +7,8 @@ agents stand in for the agents it calls.
 from __future__ import annotations
 
 import functools
+import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, TypedDict
@@ -21,7 +23,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
 from a2a import Agent, Context, Runtime, Settings
-from a2a.adapters import agent_tool
+from a2a.adapters import agent_tool, delegate_tool
 from a2a.adapters.langgraph import from_langgraph, langchain_tools
 from a2a.adapters.langgraph_stream import TEXT_CHARS, progress_of
 from a2a.errors import (
@@ -35,6 +37,7 @@ from a2a.errors import (
     PermissionDenied,
 )
 from tests.adapters.langgraph_agents import COMPLETION_TOKENS, PROMPT_TOKENS, build, graph
+from tests.adapters.plain_agents import DELEGATED, DELEGATION, boss_agent, worker_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -50,10 +53,14 @@ def helper() -> Agent:
     return agent
 
 
+DELEGATED_TO: list[dict[str, Any]] = []
+
+
 @pytest.fixture
 async def rt(settings: Settings) -> AsyncIterator[Runtime]:
+    DELEGATED_TO.clear()
     async with Runtime(settings) as runtime:
-        await runtime.serve(build("lg"), helper())
+        await runtime.serve(build("lg"), helper(), worker_agent(DELEGATED_TO), boss_agent())
         yield runtime
 
 
@@ -88,7 +95,7 @@ async def test_a_bus_tool_call_from_the_graph_and_its_tokens(rt: Runtime) -> Non
 
 async def test_a_bus_error_the_model_can_recover_from_comes_back_as_text(rt: Runtime) -> None:
     out = await rt.call("lg", "run", {"text": "ask: nobody: hello"})
-    assert out.startswith("lg got: error: NO_RESPONDERS: ")
+    assert re.fullmatch(r"lg got: error: NO_RESPONDERS( from \S+)?: .+", out), out
 
 
 async def test_a_small_budget_is_refused_by_the_first_model_call(rt: Runtime) -> None:
@@ -371,3 +378,81 @@ def test_a_progress_update_stays_small_whatever_the_node_writes() -> None:
     assert len(progress["text"]) == TEXT_CHARS
     assert len(progress["toolCalls"]) == len(progress["keys"]) == 10
     assert progress_of("done", None) == {"node": "done"}
+
+
+async def test_the_delegate_tool_passes_seed_000s_arguments_and_returns_the_result(rt: Runtime) -> None:
+    out = await rt.call("lg", "run", {"text": "delegate: " + json.dumps(DELEGATION)})
+    assert out == "lg got: worker did: tidy the logs"
+    assert DELEGATED_TO == [DELEGATED]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({**DELEGATION, "task": "fail: rotate"}, "lg got: error: AGENT_ERROR from worker: the disk is full"),
+        ({"task": "no agent named"}, "lg got: error: INVALID_PARAMS: 'agent_name' is required"),
+        (
+            {**DELEGATION, "max_context_tokens": "lots"},
+            "lg got: error: INVALID_PARAMS: bad delegate arguments",
+        ),
+        ({**DELEGATION, "max_context_tokens": 10**6}, "lg got: error: INVALID_PARAMS: 'max_context_tokens'"),
+        ({**DELEGATION, "context": {"last": 2}}, "lg got: error: INVALID_PARAMS: bad delegate arguments"),
+        ({**DELEGATION, "agent_name": "nobody"}, "lg got: error: NO_RESPONDERS"),
+    ],
+    ids=["failed", "no-agent", "bad-type", "over-cap", "unknown-filter-field", "no-such-agent"],
+)
+async def test_a_failed_or_refused_delegation_reaches_the_model_as_error_text(
+    rt: Runtime, arguments: dict[str, Any], expected: str
+) -> None:
+    out = await rt.call("lg", "run", {"text": "delegate: " + json.dumps(arguments)})
+    assert out.startswith(expected), out
+    assert len(DELEGATED_TO) == (1 if arguments["task"].startswith("fail") else 0)
+
+
+def test_the_model_sees_seed_000s_arguments_in_the_delegate_tools_schema() -> None:
+    bus_tool = delegate_tool(agents=["worker", "helper"], max_context_tokens=2000)
+    [tool] = langchain_tools([bus_tool])
+    function = convert_to_openai_tool(tool)["function"]
+    parameters = function["parameters"]
+    assert function["name"] == "delegate" and parameters == bus_tool.input_schema
+    assert set(parameters["properties"]) == {
+        "agent_name",
+        "task",
+        "context",
+        "input",
+        "max_context_tokens",
+        "allowed_tools",
+        "allow_nested_calls",
+    }
+    assert parameters["required"] == ["agent_name", "task"]
+    assert parameters["properties"]["agent_name"]["enum"] == ["worker", "helper"]
+    assert parameters["properties"]["max_context_tokens"]["maximum"] == 2000
+    assert set(parameters["properties"]["context"]["properties"]) == {
+        "last_messages",
+        "roles",
+        "keywords",
+        "include_summary",
+        "include_workspace",
+        "workspace_files",
+        "max_age_seconds",
+    }
+    bound = convert_to_openai_tool(langchain_tools([delegate_tool("worker")])[0])["function"]
+    assert bound["name"] == "delegate_to_worker" and "agent_name" not in bound["parameters"]["properties"]
+
+
+async def test_the_graphs_own_tools_are_authorized_and_reported(rt: Runtime) -> None:
+    used = await rt.call("boss", "run", {"target": "lg", "text": "use: lookup"})
+    assert used == {"result": "lg got: looked up", "tool_calls": ["lookup"]}
+    # Bus tools are bus calls, not tools of the graph's own.
+    asked = await rt.call("boss", "run", {"target": "lg", "text": "ask: helper: hi"})
+    assert asked["tool_calls"] == []
+    allowed = {"target": "lg", "text": "use: lookup", "allowed_tools": ["lookup"]}
+    assert (await rt.call("boss", "run", allowed))["tool_calls"] == ["lookup"]
+    with pytest.raises(PermissionDenied, match="'lookup' is not among them"):
+        await rt.call("boss", "run", {**allowed, "allowed_tools": ["noop"]})
+
+
+async def test_a_refused_tool_ends_the_run_even_where_the_tool_node_handles_errors(rt: Runtime) -> None:
+    await rt.serve(build("lg4", handle_tool_errors=True))
+    with pytest.raises(PermissionDenied):
+        await rt.call("boss", "run", {"target": "lg4", "text": "use: lookup", "allowed_tools": ["noop"]})

@@ -24,11 +24,19 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RequestUsage
 
 from a2a import Runtime, Settings
-from a2a.adapters import agent_tool
+from a2a.adapters import agent_tool, delegate_tool
 from a2a.adapters.pydantic_ai import from_pydantic_ai, pydantic_ai_tools
-from a2a.errors import BudgetExceeded, CycleDetected, DeadlineExceeded, InputRequired
-from tests.adapters.plain_agents import Bus, outer_agent, probe_agent
-from tests.adapters.pydantic_ai_agents import Reply, build, scripted_model
+from a2a.errors import BudgetExceeded, CycleDetected, DeadlineExceeded, InputRequired, PermissionDenied
+from tests.adapters.plain_agents import (
+    DELEGATED,
+    DELEGATION,
+    Bus,
+    boss_agent,
+    outer_agent,
+    probe_agent,
+    worker_agent,
+)
+from tests.adapters.pydantic_ai_agents import SHOWN, Reply, build, scripted_model
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -41,7 +49,12 @@ async def bus(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     async with Runtime(settings) as rt:
         found = Bus(rt, tmp_path)
         await rt.serve(
-            build("pa"), build("pas", output_type=Reply), probe_agent(found.probed), outer_agent("pa")
+            build("pa"),
+            build("pas", output_type=Reply),
+            probe_agent(found.probed),
+            outer_agent("pa"),
+            worker_agent(found.delegated),
+            boss_agent(),
         )
         yield found
 
@@ -118,7 +131,7 @@ async def test_a_cycle_refused_to_a_tool_comes_out_typed(bus: Bus) -> None:
 
 async def test_other_bus_errors_reach_the_model_as_a_failed_tool_result(bus: Bus) -> None:
     answer = await bus.rt.call("pa", "run", {"text": "ask: nobody-here: hi"})
-    assert re.fullmatch(r"pa got: error: [A-Z_]+: .+", answer), answer
+    assert re.fullmatch(r"pa got: error: [A-Z_]+( from \S+)?: .+", answer), answer
 
 
 async def test_a_tool_call_is_a_child_call_of_the_handler(bus: Bus) -> None:
@@ -198,3 +211,32 @@ async def test_bus_tools_keep_their_json_schema() -> None:
     (tool,) = pydantic_ai_tools([bus_tool])
     assert tool.name == "call_agent" and tool.description == bus_tool.description
     assert tool.tool_def.parameters_json_schema == bus_tool.input_schema
+
+
+async def test_the_delegate_tool_passes_seed_000s_arguments_as_the_model_sees_them(bus: Bus) -> None:
+    answer = await bus.rt.call("pa", "run", {"text": "delegate: " + json.dumps(DELEGATION)})
+    assert answer == "pa got: worker did: tidy the logs"
+    assert bus.delegated == [DELEGATED]
+    shown = SHOWN["pa"]["delegate"]
+    assert shown.parameters_json_schema == delegate_tool().input_schema
+    assert shown.parameters_json_schema["required"] == ["agent_name", "task"]
+
+
+async def test_a_failed_delegation_or_bad_arguments_reach_the_model_as_error_text(bus: Bus) -> None:
+    failed = await bus.rt.call(
+        "pa", "run", {"text": "delegate: " + json.dumps({**DELEGATION, "task": "fail"})}
+    )
+    assert failed == "pa got: error: AGENT_ERROR from worker: the disk is full"
+    bad = {**DELEGATION, "allow_nested_calls": "sure"}
+    refused = await bus.rt.call("pa", "run", {"text": "delegate: " + json.dumps(bad)})
+    assert refused.startswith("pa got: error: INVALID_PARAMS: bad delegate arguments"), refused
+    assert len(bus.delegated) == 1
+
+
+async def test_the_agents_own_tools_are_authorized_and_reported(bus: Bus) -> None:
+    used = await bus.rt.call("boss", "run", {"target": "pa", "text": "use: lookup"})
+    assert used == {"result": "pa got: looked up", "tool_calls": ["lookup"]}
+    asked = await bus.rt.call("boss", "run", {"target": "pa", "text": "ask: probe: hi"})
+    assert asked["tool_calls"] == []  # a bus tool is a bus call
+    with pytest.raises(PermissionDenied, match="'lookup' is not among them"):
+        await bus.rt.call("boss", "run", {"target": "pa", "text": "use: lookup", "allowed_tools": ["wait"]})

@@ -24,7 +24,10 @@ def planner() -> Agent:
 
     @agent.action("run")
     async def run(ctx: Context, params: dict[str, Any]) -> str:
+        ctx.authorize_tool("linter")
         await ctx.call("remote", "run", {"text": "first"})
+        ctx.authorize_tool("tests")
+        ctx.authorize_tool("linter")  # listed once
         await ctx.call("remote", "run", {"text": "second"})
         ctx.report_usage(prompt=30, completion=12)
         return "planned"
@@ -73,7 +76,10 @@ async def test_watch_prints_calls_with_their_tools_and_session_turns(
     assert "client calling planner with task: run" in lines
     done = lines.index("client calling planner with task: run")
     assert lines[done + 1].startswith("planner returned: SUCCESS (42 tokens, ")
-    assert lines[done + 2] == "Tools used: remote"
+    # The tools the planner used, not the agents it called (those print as calls of their own).
+    assert lines[done + 2] == "Tools used: linter, tests"
+    assert "planner calling remote with task: run" in lines
+    assert not any(line.startswith("Tools used:") and "remote" in line for line in lines)
     assert lines.count("client calling planner with task: run") == 1  # bob's call is not shown
     head = f"session {s.id} [drafter -> remote, full_auto]"
     assert f"{head} turn 0: Local Agent (auto-sent): draft 0 on 'o'; the remote said:" in lines

@@ -124,6 +124,42 @@ async def test_a_failing_chain_step_surfaces_as_a_typed_error_where_it_happened(
     assert info.value.details.get("completedSteps") == 1 or info.value.remote
 
 
+async def test_a_callee_answering_failed_raises_agent_error_and_is_recorded_failed(rt: Runtime) -> None:
+    from a2a.errors import AgentError
+
+    assert rt.history is not None
+    conversation = uuid.uuid4().hex
+    with pytest.raises(AgentError) as info:
+        await rt.call(
+            "hop_a",
+            "delegate",
+            {"target": "hop_b", "task": "copy", "input": {"report_failure": "no space left"}},
+            conversation_id=conversation,
+        )
+    error = info.value
+    assert (error.code, error.agent, error.message) == ("AGENT_ERROR", "hop_b", "no space left")
+    (interaction,) = await rt.history.interactions(conversation)
+    assert (interaction.target, interaction.success) == ("hop_b", False)
+    assert interaction.error_code == "AGENT_ERROR"
+    # In a chain it stops there; in a fan-out it is that branch's failed response.
+    steps = [
+        {"target": "hop_b", "task": "first", "input": {"report_failure": "bad input"}},
+        {"target": "hop_c", "task": "never sent"},
+    ]
+    with pytest.raises(AgentError) as chained:
+        await rt.call("hop_a", "chain", {"steps": steps})
+    assert (chained.value.agent, chained.value.message) == ("hop_b", "bad input")
+    out = await rt.call("hop_a", "fan", {"steps": steps})
+    failed, ok = out["responses"]
+    assert (failed["status"], failed["error_code"], failed["error_agent"], failed["error"]) == (
+        "failed",
+        "AGENT_ERROR",
+        "hop_b",
+        "bad input",
+    )
+    assert ok["status"] == "success" and out["succeeded"] == [1]
+
+
 @pytest.mark.parametrize(
     ("gather", "quorum", "successes", "max_seconds"),
     [("all", None, 3, 3.0), ("first", None, 1, 1.0), ("quorum", 2, 2, 1.0)],

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from a2a import Settings
-from a2a.errors import AgentError, InvalidParams
+from a2a.errors import AgentError, InvalidParams, PermissionDenied
 from a2a.stdio import stdio_agent
+from tests.adapters.plain_agents import boss_agent
 
 from .conftest import FAST, command, serving, until
 
@@ -104,3 +105,18 @@ async def test_protocol_violations_are_counted_and_never_fail_another_request(
     stderr = [r.getMessage() for r in caplog.records if r.getMessage().startswith("local[0] stderr:")]
     assert 10 < len(stderr) < 1000  # logged at a bounded rate, the rest counted
     assert any(m.endswith("lines not logged)") for m in stderr)
+
+
+async def test_the_tools_a_program_reports_are_authorized_and_recorded(settings: Settings) -> None:
+    async with serving(settings) as (rt, _peer):
+        await rt.serve(boss_agent())
+        out = await rt.call("local", "prompt", {"objective": "o", "remote_message": "tools:lookup,grep"})
+        assert (out["draft_message"], out["tools_used"]) == ("used lookup,grep", ["lookup", "grep"])
+        done = await rt.call("boss", "run", {"target": "local", "text": "tools:lookup,grep"})
+        assert done == {"result": "used lookup,grep", "tool_calls": ["lookup", "grep"]}
+        narrowed = {"target": "local", "text": "tools:lookup,grep", "allowed_tools": ["lookup"]}
+        with pytest.raises(PermissionDenied, match="'grep' is not among them"):
+            await rt.call("boss", "run", narrowed)
+        assert (await rt.call("boss", "run", {**narrowed, "text": "tools:lookup"}))["tool_calls"] == [
+            "lookup"
+        ]

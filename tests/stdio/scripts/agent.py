@@ -5,6 +5,7 @@
     pid             its process id
     progress        three progress frames, then the answer
     error           status "error" with a reason
+    tools:A,B       "used A,B", reporting the tools A and B in tools_used
     garbage         lines that are no frames first (text, bad JSON, an array, an unknown type)
     wrongid         a response for another request first
     twice           two terminal frames
@@ -65,6 +66,16 @@ def handle(frame):
         for i in range(3):
             send({"type": "desktop.local_prompt.progress", "request_id": rid, "text": f"step {i}"})
         answer(rid, "done")
+    elif command == "tools":
+        send(
+            {
+                "type": "desktop.local_prompt.response",
+                "request_id": rid,
+                "status": "ok",
+                "draft_message": f"used {arg}",
+                "tools_used": arg.split(","),
+            }
+        )
     elif text == "error":
         answer(rid, "", status="error", reason="cannot do that")
     elif text == "garbage":
