@@ -16,6 +16,7 @@ import msgspec
 from bus.errors import (
     A2AError,
     AgentLost,
+    BudgetExceeded,
     LimitExceeded,
     NoResponders,
     Overloaded,
@@ -144,7 +145,17 @@ def remote_failed(s: Session, error: A2AError, message: str, draft: str) -> Sess
         "last_error": f"{error.code}: {message}",
         "turns": _unsent(s, draft),
         "in_flight": None,
+        "tokens_used": s.tokens_used + (error.usage.total if error.usage is not None else 0),
     }
+    budget = s.limits.max_tokens_budget
+    if isinstance(error, BudgetExceeded) and budget is not None:  # what was left did not pay for the reply
+        used = fields["tokens_used"]
+        ending = Ending(
+            kind="limit",
+            limit="maxTokensBudget",
+            message=f"the run used {used} tokens of {budget}: the remote's reply would have overspent it",
+        )
+        return move(s, "stopped", ending.message, ending=ending, **fields)
     if refused:
         ending = Ending(kind="policy", message=f"refused: {error.code}: {message}")
         return move(s, "error", ending.message, ending=ending, **fields)

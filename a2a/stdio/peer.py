@@ -18,6 +18,9 @@ The agent has two actions:
   first) before it is sent.
 
 A response with ``status: "error"`` ends the call with AGENT_ERROR and its ``reason``.
+Tokens the program spent go in ``metrics.prompt_tokens`` and ``metrics.completion_tokens``
+(integers): they are the call's usage, counted against its budget (an overspend ends the
+call BUDGET_EXCEEDED); other values there are ignored.
 The tools a response lists in ``tools_used`` are checked as a handler's tools are
 (``ctx.authorize_tool``: the roster's ``tools``, the caller's ``allowed_tools``) and
 reported as the call's tools; one the agent may not use ends the call PERMISSION_DENIED.
@@ -183,6 +186,9 @@ class StdioPeer(Peer):
                 # Checked and recorded as a handler's tool would be; a tool the agent may
                 # not use fails the call, whatever the program answered.
                 ctx.authorize_tool(tool)
+            prompt, completion = (_tokens(response.metrics.get(k)) for k in TOKEN_METRICS)
+            if prompt or completion:  # counted as a handler's model calls are: an overspend fails the call
+                ctx.report_usage(prompt, completion)
             if response.status == "error":
                 raise AgentError(response.reason or "the local agent reported an error without a reason")
         except A2AError as exc:
@@ -256,3 +262,15 @@ def stdio_agent(
     """
     peer = StdioPeer(name, command, pool=pool, cwd=cwd, env=env, config=config)
     return peer.agent(capabilities=capabilities, description=description, max_queue=max_queue)
+
+
+TOKEN_METRICS = ("prompt_tokens", "completion_tokens")
+"""The response metrics in which a program reports the tokens it spent."""
+
+MAX_REPORTED = 10**9
+"""More tokens than one turn reports: such a value is ignored."""
+
+
+def _tokens(value: object) -> int:
+    """A reported token count, or 0 when it is none (not an integer, negative, absurd)."""
+    return value if type(value) is int and 0 <= value <= MAX_REPORTED else 0

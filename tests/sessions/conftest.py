@@ -24,7 +24,7 @@ FAST = StdioConfig(
 )
 USER = "alice"
 ALLOWED = SharedCallPolicy(
-    allow_shared_agent_calls=True, allowed_shared_device_ids=["remote", "relay1", "stranger"]
+    allow_shared_agent_calls=True, allowed_shared_device_ids=["remote", "relay1", "stranger", "spender"]
 )
 
 
@@ -89,7 +89,14 @@ def remote_agents(received: list[Received], delay: float = 0.0) -> list[Agent]:
 
         relay.action("run")(forward)
         relays.append(relay)
-    return [remote, *relays]
+    spender = Agent("spender")
+
+    @spender.action("run")
+    async def spend(ctx: Context, params: dict[str, Any]) -> str:
+        ctx.report_usage(400, 100)  # more than a small budget leaves it
+        return "an answer that cost 500 tokens"
+
+    return [remote, *relays, spender]
 
 
 @pytest.fixture

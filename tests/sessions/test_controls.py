@@ -122,3 +122,14 @@ async def test_the_rate_and_the_concurrency_hold_across_processes(bench: Bench, 
             pass
         async with here.admit(policy, "bob", "p1", "remote"):  # and per user: alice's use is hers
             pass
+
+
+async def test_a_reply_that_would_overspend_the_runs_budget_stops_it_with_the_limit(bench: Bench) -> None:
+    limits = Limits(max_tokens_budget=300)
+    s = await bench.wait(
+        await bench.start(mode="full_auto", remote="spender", limits=limits), "stopped", "error"
+    )
+    assert s.state == "stopped", s.ending
+    assert s.ending is not None and (s.ending.kind, s.ending.limit) == ("limit", "maxTokensBudget")
+    assert "of 300" in s.ending.message
+    assert s.tokens_used >= 300  # what the remote spent before it was stopped counts

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from a2a import Settings
-from a2a.errors import AgentError, InvalidParams, PermissionDenied
+from a2a.errors import AgentError, BudgetExceeded, InvalidParams, PermissionDenied
 from a2a.stdio import stdio_agent
 from tests.adapters.plain_agents import boss_agent
 
@@ -120,3 +120,16 @@ async def test_the_tools_a_program_reports_are_authorized_and_recorded(settings:
         assert (await rt.call("boss", "run", {**narrowed, "text": "tools:lookup"}))["tool_calls"] == [
             "lookup"
         ]
+
+
+async def test_the_tokens_a_program_reports_are_the_calls_usage_and_count_against_its_budget(
+    settings: Settings,
+) -> None:
+    async with serving(settings) as (rt, _peer):
+        spent = await rt.request("local", "run", {"text": "tokens:120,30"})
+        assert spent.payload.result == "spent"
+        assert spent.payload.usage is not None and spent.payload.usage.total == 150
+        ignored = await rt.request("local", "run", {"text": 'tokens:-5,"many"'})
+        assert ignored.payload.usage is None or ignored.payload.usage.total == 0
+        with pytest.raises(BudgetExceeded):
+            await rt.call("local", "run", {"text": "tokens:120,30"}, budget=100)

@@ -6,6 +6,7 @@
     progress        three progress frames, then the answer
     error           status "error" with a reason
     tools:A,B       "used A,B", reporting the tools A and B in tools_used
+    tokens:P,C      "spent", reporting P prompt and C completion tokens in metrics (as given)
     garbage         lines that are no frames first (text, bad JSON, an array, an unknown type)
     wrongid         a response for another request first
     twice           two terminal frames
@@ -74,6 +75,17 @@ def handle(frame):
                 "status": "ok",
                 "draft_message": f"used {arg}",
                 "tools_used": arg.split(","),
+            }
+        )
+    elif command == "tokens":
+        prompt, completion = (json.loads(v) for v in arg.split(","))
+        send(
+            {
+                "type": "desktop.local_prompt.response",
+                "request_id": rid,
+                "status": "ok",
+                "draft_message": "spent",
+                "metrics": {"prompt_tokens": prompt, "completion_tokens": completion},
             }
         )
     elif text == "error":
