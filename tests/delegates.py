@@ -181,6 +181,7 @@ def make(name: str) -> Agent:
             result=f"{name}: {d.input}",
             artifacts=[Artifact(type="json", value=received, label="what the callee received")],
             confidence=80,
+            new_facts=list(p.get("learn", [])),
         )
 
     return agent

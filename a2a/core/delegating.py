@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import anyio
+import msgspec
 
 from bus.errors import A2AError, AgentError, FanOutExceeded, InvalidParams, PermissionDenied, Unavailable
 from bus.handoff import (
@@ -175,7 +176,7 @@ class Delegator:
                 input=redactor.redact_value(step.input),
                 context=context,
                 context_hints=list(step.context_hints),
-                handoff=_redact_handoff(redactor, step.handoff),
+                handoff=_redact_handoff(redactor, await _with_facts(ctx, step.handoff)),
                 thread_mode=step.thread_mode,
                 thread_id=thread_id,
                 max_context_tokens=step.max_context_tokens,
@@ -197,7 +198,41 @@ class Delegator:
                 correlation_id, str(step.target), exc, (services.clock() - start) * 1000, thread_id
             )
         await _record(ctx, step, response)
+        if error is None and response.new_facts:
+            await _keep_facts(ctx, response.new_facts)
         return response, error
+
+
+FACTS_HANDED = 20
+"""A delegation that names no facts of its own is handed the user's latest this many at most."""
+
+
+async def _with_facts(scope: Handling, handoff: HandoffData | None) -> HandoffData | None:
+    """``handoff``, with the user's kept facts when it gives none (seed 002 ``handoff_data.facts``)."""
+    facts_store = scope.services.facts
+    if facts_store is None or scope.user_id is None or (handoff is not None and handoff.facts is not None):
+        return handoff
+    try:
+        facts = await facts_store.facts(scope.user_id, FACTS_HANDED)
+    except Unavailable as exc:
+        scope.services.log_degraded(f"the user's facts not handed on: {exc}")
+        return handoff
+    if not facts:
+        return handoff
+    if handoff is None:
+        return HandoffData(facts=facts)
+    return msgspec.structs.replace(handoff, facts=facts)
+
+
+async def _keep_facts(scope: Handling, facts: list[str]) -> None:
+    """Keep what the delegate learned about the call's user (seed 002 ``new_facts``)."""
+    facts_store = scope.services.facts
+    if facts_store is None or scope.user_id is None:
+        return
+    try:
+        await facts_store.add(scope.user_id, [f for f in facts if isinstance(f, str)])
+    except Unavailable as exc:
+        scope.services.log_degraded(f"new facts not kept: {exc}")
 
 
 def _reported_failure(response: DelegationResponse) -> AgentError:

@@ -36,6 +36,7 @@ from ..delegation.redact import Redactor
 from ..observability.health import serve_health
 from ..observability.telemetry import Telemetry
 from ..stores.audit import AuditLog
+from ..stores.facts import FactStore
 from ..stores.history import HistoryStore
 from .agent import Agent
 from .calls import CallPath
@@ -120,6 +121,7 @@ class Runtime:
         self.registry: Registry | None = registry
         self.view: LocalView | None = None
         self.history: HistoryStore | None = None
+        self.facts_store: FactStore | None = None
         self._transport = transport
         self._durable = durable
         self.tasks: Tasks
@@ -169,6 +171,7 @@ class Runtime:
             self.history = HistoryStore(
                 self.registry.redis, s.namespace, redactor=self.redactor, objective_window=s.objective_window
             )
+            self.facts_store = FactStore(self.registry.redis, s.namespace, redactor=self.redactor)
             self.view = LocalView(self.registry, trust_floor=s.trust_floor)
         self.bus = bus = Bus(
             self._transport,
@@ -191,6 +194,7 @@ class Runtime:
             history=self.history,
             clock=clock,
             guard=self.guard,
+            facts=self.facts_store,
         )
         if self.policy.open:
             log.info("open deployment: no credentials and no roster, so any agent may call any other")
@@ -373,6 +377,16 @@ class Runtime:
     async def subscribe_audit(self, handler: MessageHandler) -> Subscription:
         """Receive every audit record of this namespace (raw JSON messages)."""
         return await self.bus.link.subscribe(self.bus.subjects.audit_all, handler)
+
+    async def facts(self, user_id: str, limit: int | None = None) -> list[str]:
+        """What delegated agents learned about ``user_id`` (their ``new_facts``), newest first.
+
+        Raises:
+            Unavailable: no registry (facts live in Redis), or it is down.
+        """
+        if self.facts_store is None:
+            raise Unavailable("facts are kept in Redis: configure REDIS_URL")
+        return await self.facts_store.facts(user_id, limit)
 
     async def wait_for_agents(self, names: Sequence[str], *, timeout: float = 10.0) -> None:
         """Wait until the registry view has a live instance of every agent in ``names``.

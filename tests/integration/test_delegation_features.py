@@ -276,3 +276,21 @@ async def test_a_conversation_summary_travels_redacted_when_the_filter_asks_for_
     spec["context"] = {"last_messages": 1}
     response = await rt.call("hop_a", "delegate", spec, user_id="alice", conversation_id=conversation)
     assert received(response)["summary"] is None
+
+
+async def test_facts_a_delegate_learns_are_kept_for_the_user_and_handed_to_later_delegations(
+    rt: Runtime,
+) -> None:
+    user, other = f"dana-{uuid.uuid4().hex[:6]}", f"eli-{uuid.uuid4().hex[:6]}"
+    learn = {"target": "hop_b", "task": "learn", "input": {"learn": ["prefers metric units", PII]}}
+    await rt.call("hop_a", "delegate", learn, user_id=user)
+    facts = await rt.facts(user)
+    assert facts[1] == "prefers metric units" and len(facts) == 2
+    assert "jane.doe@example.com" not in facts[0] and "4111" not in facts[0]  # kept redacted
+    later = await rt.call("hop_a", "delegate", {"target": "hop_c", "task": "plan"}, user_id=user)
+    assert received(later)["handoff"]["facts"] == facts
+    again = {**learn, "input": {"learn": ["prefers metric units"]}}
+    await rt.call("hop_a", "delegate", again, user_id=user)
+    assert (await rt.facts(user))[0] == "prefers metric units" and len(await rt.facts(user)) == 2
+    theirs = await rt.call("hop_a", "delegate", {"target": "hop_c", "task": "plan"}, user_id=other)
+    assert not (received(theirs)["handoff"] or {}).get("facts") and await rt.facts(other) == []
