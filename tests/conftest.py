@@ -54,4 +54,5 @@ def settings(nats_url: str, redis_url: str, namespace: str) -> Settings:
         namespace=namespace,
         heartbeat_interval=0.25,
         default_timeout=10.0,
+        open=True,
     )

@@ -30,6 +30,7 @@ def agent_env(settings: Settings, **extra: str) -> dict[str, str]:
         "REDIS_URL": settings.redis_url or "",
         "A2A_NAMESPACE": settings.namespace,
         "A2A_HEARTBEAT_INTERVAL": str(settings.heartbeat_interval),
+        "A2A_OPEN": "1" if settings.open else "0",
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
     env.update(extra)

@@ -75,6 +75,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             redis_url = redis.url
         console.print(f"export NATS_URL={nats_url}")
         console.print(f"export REDIS_URL={redis_url}")
+        console.print("export A2A_OPEN=1  # development: without a roster, agents may call each other")
         if not started:
             console.print("# NATS_URL and REDIS_URL point at running servers; nothing to start")
             return 0

@@ -107,7 +107,7 @@ class Runtime:
         self.id = uuid.uuid4().hex[:12]
         s = self.settings
         if policy is None:
-            policy = Policy.from_file(s.roster) if s.roster else Policy(closed=s.credentials)
+            policy = Policy.from_file(s.roster) if s.roster else Policy(closed=s.credentials or not s.open)
         self.policy = policy
         self.guard = Guard.from_settings(s)
         self.grants = GrantIssuer(s.grant_seed) if s.grant_seed else None

@@ -55,6 +55,7 @@ ENVIRONMENT: dict[str, str] = {
     "A2A_MAX_PAYLOAD": "max_payload",
     "A2A_CLIENT_NAME": "client_name",
     "A2A_ROSTER": "roster",
+    "A2A_OPEN": "open",
     "A2A_AUDIT": "audit",
     "A2A_HEALTH_PORT": "health_port",
     "A2A_CONNECT_TIMEOUT": "connect_timeout",
@@ -102,6 +103,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """sourceAgentId of calls made from outside any agent (scripts, the CLI)."""
     roster: str | None = None
     """Path of a roster file (YAML or TOML) with per-agent permissions."""
+    open: bool = False
+    """Development: without a roster or credentials, every agent may call every other. Off
+    (the default), an agent no roster lists may call no other agent (seed 000's
+    ``allow_sub_agent_calls`` is false by default); calls from outside any agent work either way."""
     audit: bool = True
     """Publish an audit record for every exchange."""
     health_port: int | None = None

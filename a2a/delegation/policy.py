@@ -17,8 +17,8 @@ class Policy:
     """Rights from a :class:`Roster`, denying by default.
 
     An agent the roster does not list may call no one. Without a roster, every agent
-    gets ``UNRESTRICTED`` in an open deployment (no credentials: the embedded dev
-    cluster) and no right to call anyone in a ``closed`` one.
+    gets ``UNRESTRICTED`` in an open deployment (development: ``A2A_OPEN=1``, no
+    credentials) and no right to call anyone in a ``closed`` one (the default).
 
     ``check_call`` runs in the caller before a request is sent; ``admit`` runs in the
     callee on receipt and re-checks the caller's rights without trusting that the
@@ -48,6 +48,12 @@ class Policy:
         if caller is None:
             return
         rules = self.rules(caller)
+        if not rules.allow_sub_agent_calls and self.roster is None:
+            raise PermissionDenied(
+                f"{caller} may not call other agents: no roster gives it the right (set A2A_ROSTER "
+                "to a roster file, or A2A_OPEN=1 to let every agent call every other in development)",
+                details={"caller": caller, "target": target},
+            )
         if not rules.allow_sub_agent_calls:
             raise PermissionDenied(
                 f"{caller} is not allowed to call other agents (allow_sub_agent_calls is false)",

@@ -55,11 +55,13 @@ class TestBroker(MemoryBroker):
         ``settings`` are :class:`a2a.Settings` fields (``namespace``, ``max_hops``,
         ``default_timeout``, ...) or the runtime's keyword arguments (``policy``,
         ``redactor``, ``context_builder``, ``telemetry``, ``registry``, ``durable``). Without a
-        ``redis_url`` or ``registry`` it has no registry: calls route by name.
+        ``redis_url`` or ``registry`` it has no registry: calls route by name. Without a roster
+        it is open (``open=True``): every agent may call every other.
         """
         options = {k: settings.pop(k) for k in _RUNTIME_OPTIONS if k in settings}
         options.setdefault("durable", self.durable)
         settings.setdefault("redis_url", None)
+        settings.setdefault("open", True)  # without a roster, agents call each other (as in development)
         async with Runtime(Settings(**settings), transport=self.connect(), **options) as rt:
             if agents:
                 await rt.serve(*agents)

@@ -65,6 +65,7 @@ def cluster(nats_url: str, redis_url: str) -> Iterator[Cluster]:
         namespace="fw" + uuid.uuid4().hex[:8],
         heartbeat_interval=0.5,
         default_timeout=30.0,
+        open=True,
     )
     with tempfile.TemporaryDirectory(prefix="a2a-marks-") as marks:
         procs = {

@@ -87,7 +87,7 @@ async def _delegate_both(rt: Runtime) -> str:
     for action in ("work", "fail"):
         params = {
             "task": TASK,
-            "objective": OBJECTIVE,
+            "objective": f"{OBJECTIVE} ({action})",  # the same objective again would be a loop
             "action": action,
             "db_password": "plainpw-PARAM",
             "credentials": {"user": "bob", "value": "nestedpw-PARAM"},
