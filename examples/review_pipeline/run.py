@@ -55,6 +55,7 @@ def main() -> int:
             "REDIS_URL": redis_url,
             "A2A_NAMESPACE": f"example-{uuid.uuid4().hex[:6]}",
             "A2A_HEARTBEAT_INTERVAL": "0.5",
+            "A2A_OPEN": "1",  # no roster: the planner may call the coder and the reviewer
             "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         }
         procs = {name: spawn(argv, env, logs / f"{name}.log") for name, argv in PROCESSES.items()}
