@@ -65,6 +65,9 @@ _SECRET_KEY_ENDINGS = (
 )
 _SECRET_KEYS = frozenset({"pass", "pwd", "sessionid"})
 _KEY_SEPARATORS = str.maketrans("", "", "_-. ")
+# In a call's parameters these name ids of the runtime's own protocols (seed 001's
+# ``session_id`` of an operator-driven session), which the callee needs as they are.
+_PARAM_IDS = frozenset({"sessionid"})
 
 
 @lru_cache(maxsize=4096)
@@ -135,7 +138,8 @@ class Redactor:
         """A redacted copy of a call's parameters that still meets the schema they met.
 
         Only strings change, and they stay strings: each is redacted by pattern, and under a
-        secret key name every string (at any depth) becomes ``[SECRET]``. Keys, numbers,
+        secret key name every string (at any depth) becomes ``[SECRET]`` (``session_id`` is
+        not one here: in parameters it names a session of seed 001, not a web session). Keys, numbers,
         booleans, nulls and the shape of the value are kept, except that a container nested
         deeper than :data:`MAX_DEPTH` becomes ``[TOO_DEEP]``, as in :meth:`redact_value`.
         """
@@ -162,6 +166,8 @@ class Redactor:
             out = {}
             for k, v in value.items():
                 secret = not hidden and isinstance(k, str) and is_secret_key(k) and _hides(v)
+                if secret and typed and k.lower().translate(_KEY_SEPARATORS) in _PARAM_IDS:
+                    secret = False
                 if secret and not typed:
                     if not (isinstance(v, str) and MARKER.fullmatch(v)) and found is not None:
                         found[SECRET_FIELD] = found.get(SECRET_FIELD, 0) + 1

@@ -393,3 +393,9 @@ def test_params_keep_their_keys_and_types() -> None:
     again: dict[str, int] = {}
     assert redactor.redact_params(out, again) == out and again == {}
     assert params["to"] == "jane@example.com"  # a copy: the original is untouched
+
+
+def test_session_ids_in_params_are_ids_not_secrets() -> None:
+    params = {"session_id": "s-1", "sessionId": "s-2", "frame": {"session_id": "s-3"}}
+    assert redactor.redact_params(params) == params
+    assert redactor.redact_value(params)["session_id"] == "[SECRET]"
