@@ -151,6 +151,7 @@ NAMED_SECRET_RULES: tuple[Rule, ...] = (
             r"[^\"'<>\n]*(?P=q1)\s+value\s*=\s*(?P<q2>[\"']))(?P<v>[^\"'<>\n]*)(?P=q2)"
         ),
         _xml_value,
+        precheck=contains_any("value"),
         screen=re.compile(r"key\s*=\s*[\"']"),
         anchored=True,
     ),
@@ -161,6 +162,7 @@ NAMED_SECRET_RULES: tuple[Rule, ...] = (
             rf"|auth-token|access-token)\s+){_VALUE}"
         ),
         _flagged,
+        precheck=contains_any("--"),
         screen=re.compile(r"--(?:pass|pwd|token|api|secret|client|auth|access)"),
         anchored=True,
     ),
@@ -169,6 +171,7 @@ NAMED_SECRET_RULES: tuple[Rule, ...] = (
         # curl -u user:password
         re.compile(r"(?<![\w-])(?P<head>(?:-u|--user)\s+[^\s:'\"]+:)(?!\[)[^\s'\"]+"),
         lambda m: m.group("head") + SECRET,
+        precheck=contains_any("-u"),
         screen=re.compile(r"-u\s|--user\s"),
         anchored=True,
     ),
@@ -180,6 +183,7 @@ NAMED_SECRET_RULES: tuple[Rule, ...] = (
             r"(?P<bare>(?!\[)[^\s\"']{12,})"
         ),
         lambda m: m.group("head") + SECRET if _letters_and_digits(m.group("bare")) else None,
+        precheck=contains_any("_secret", "_pass", "_token", "_api"),
         screen=re.compile(r"_(?:secret|pass|token|api)"),
         anchored=True,
     ),
@@ -191,6 +195,7 @@ NAMED_SECRET_RULES: tuple[Rule, ...] = (
             r"(?:\"(?P<dq>(?!\[)[^\"\s]+)\"|'(?P<sq>(?!\[)[^'\s]+)'|(?P<edq>(?!))|(?P<bare>[^\s\"',;]+)))"
         ),
         _said,
+        precheck=contains_any("passw", "passp"),
         screen=re.compile(r"pass(?:word|wd|phrase)"),
         anchored=True,
     ),

@@ -59,17 +59,18 @@ def _bearer(m: re.Match[str]) -> str | None:
     return None if token.lower() in _BEARER_WORDS else f"{m.group(1)} [TOKEN]"
 
 
-# Where an API key's prefix ends in "-", "_" or ".", found from that (rarer) character.
+# Where an API key's prefix ends in "-" or "_", found from that (rarer) character.
 _API_KEY_SEPARATOR = re.compile(
-    r"[-_.](?:(?<=sk.)|(?<=[pr]k_)|(?<=gh[pousr]_)|(?<=github_pat_)|(?<=xox[a-z]-)|(?<=xapp-)"
+    r"[-_](?:(?<=sk.)|(?<=[pr]k_)|(?<=gh[pousr]_)|(?<=github_pat_)|(?<=xox[a-z]-)|(?<=xapp-)"
     r"|(?<=glpat-)|(?<=npm_)|(?<=hf_)|(?<=whsec_)|(?<=shp[a-z][a-z]_)|(?<=key-)|(?<=dckr_pat_)"
-    r"|(?<=sg\.)|(?<=hv[sb]\.)|(?<=ya29\.)|(?<=pypi-))"
+    r"|(?<=pypi-))"
 )
+# Prefixes with no "-" or "_", looked for as they are.
+_API_KEY_PREFIXES = contains_any("akia", "asia", "aiza", "sg.", "hvs.", "hvb.", "ya29.")
 
 
 def _api_key_precheck(lowered: str) -> bool:
-    aws_or_google = "akia" in lowered or "asia" in lowered or "aiza" in lowered
-    return aws_or_google or _API_KEY_SEPARATOR.search(lowered) is not None
+    return _API_KEY_PREFIXES(lowered) or _API_KEY_SEPARATOR.search(lowered) is not None
 
 
 def _phone_digits(number: str) -> bool:
@@ -86,6 +87,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
             re.DOTALL,
         ),
         "[PRIVATE_KEY]",
+        precheck=contains_any("-----begin"),
         screen=re.compile(r"-----begin"),
     ),
     Rule(
@@ -94,6 +96,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
             r"\b(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s:/?#@\"'<>]*):(?!\[SECRET\]@)[^\s/?#@\"'<>]+@"
         ),
         lambda m: f"{m.group('scheme')}{m.group('user')}:{SECRET}@",
+        precheck=contains_any("://"),
         screen=re.compile(r"://"),
     ),
     Rule(
@@ -104,12 +107,14 @@ DEFAULT_RULES: tuple[Rule, ...] = (
             r"|(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/))(?!\[)[A-Za-z0-9_/-]+"
         ),
         lambda m: m.group("head") + "[WEBHOOK]",
+        precheck=contains_any("hooks"),
         screen=re.compile(r"hooks\.slack\.com/|discord(?:app)?\.com/api/webhooks/"),
     ),
     Rule(
         "bearer_token",
         re.compile(r"(?i)\b(bearer)\s+(?P<token>[A-Za-z0-9\-._~+/]{8,}=*)"),
         _bearer,
+        precheck=contains_any("bearer"),
         screen=re.compile(r"bearer"),
         anchored=True,
     ),
@@ -117,6 +122,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         "jwt",
         re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"),
         "[TOKEN]",
+        precheck=contains_any("eyj"),
         screen=re.compile(r"eyj"),
         anchored=True,
     ),
@@ -150,6 +156,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
             r"(?:(?P<scheme>[A-Za-z][\w-]*)\s+)?+(?!\[)(?P<value>[^\s\"',;\\]+)"
         ),
         _header_secret,
+        precheck=contains_any("authorization"),
         screen=re.compile(r"authorization"),
         anchored=True,
     ),
@@ -162,6 +169,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
             r"(?i)\b(?P<head>(?:(?<=[\"'])cookie\\?[\"']|cookie)\s*:\s*+\\?[\"']?)(?!\[)[^\"'\r\n\\]*=[^\"'\r\n\\]*"
         ),
         lambda m: m.group("head") + SECRET,
+        precheck=contains_any("cookie"),
         screen=re.compile(r"cookie"),
         anchored=True,
     ),
@@ -170,6 +178,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         "email",
         re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"),
         "[EMAIL]",
+        precheck=contains_any("@"),
         screen=re.compile(r"@"),
     ),
     Rule(
