@@ -46,6 +46,9 @@ MAX_DEPTH = 32
 """How deep :meth:`Redactor.redact_value` walks; anything deeper is replaced by ``[TOO_DEEP]``."""
 
 # Key names (lower-cased, without "_", "-", "." and spaces) whose whole value is a secret.
+_SHORTEST = 4
+"""No default rule matches text shorter than this (``pw=x`` is among the shortest matches)."""
+
 _SECRET_KEY_ENDINGS = (
     "password",
     "passwd",
@@ -96,6 +99,8 @@ class Redactor:
 
     def __init__(self, rules: Iterable[Rule] = DEFAULT_RULES) -> None:
         self.rules = tuple(rules)
+        # Text too short for any rule is returned at once (other rules may match shorter text).
+        self._shortest = _SHORTEST if self.rules == DEFAULT_RULES else 1
 
     def with_rules(self, *rules: Rule) -> Redactor:
         """A redactor with these rules added after the current ones."""
@@ -104,7 +109,7 @@ class Redactor:
     def redact(self, text: str, found: dict[str, int] | None = None) -> str:
         """``text`` with every match of every rule replaced. Use it on any free text that
         leaves the process: error messages, objectives, previews, log lines."""
-        if not text:
+        if len(text) < self._shortest:
             return text
         lowered = text.lower()
         for rule in self.rules:
