@@ -88,6 +88,10 @@ class Agent:
         max_queue: requests that may wait for a slot; beyond that they get OVERLOADED.
         lifespan: an async context manager factory entered while an instance serves (for
             the connection or process an agent forwards to; see :func:`a2a.core.peer.peer_agent`).
+        redact_params: whether the parameters of the calls, tasks and notifications its
+            handlers send are redacted (None: the runtime's ``Settings.redact_params``, on by
+            default). False suits an agent whose callees need what it passes in clear (a
+            mailer's address, a provisioner's password); a call's own ``redact_params`` wins.
     """
 
     def __init__(
@@ -102,6 +106,7 @@ class Agent:
         metadata: Mapping[str, Any] | None = None,
         lifespan: Lifespan | None = None,
         trust: TrustTracker | None = None,
+        redact_params: bool | None = None,
     ) -> None:
         self.name = validate_name("agent name", name)
         self.trust = trust
@@ -126,6 +131,7 @@ class Agent:
             )
         )
         self.lifespan = lifespan
+        self.redact_params = redact_params
         self.actions: dict[str, Action] = {}
         self.topics: dict[str, NotificationHandler] = {}
         self.fallback: Handler | None = None

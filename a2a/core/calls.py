@@ -2,6 +2,7 @@
 
 CallPath.request(target, action, params, options, parent=ctx)
   lineage     the new request's metadata: depth, chain, deadline, budget, hop of its parent
+  params      redacted unless the call, its agent or the runtime turned that off
   routing     by name, by instance, or the best instance from the registry view
   checks      depth, roster (may the caller invoke the target), cycles, objectives in progress
   bus         Bus.request stamps the hop and sends; NO_RESPONDERS from a routed
@@ -22,7 +23,6 @@ from bus.errors import (
     A2AError,
     DeadlineExceeded,
     InvalidParams,
-    NoCapableAgent,
     NoResponders,
 )
 from bus.ids import new_id
@@ -42,7 +42,8 @@ from ..stores.audit import caller_record
 from .grants import GrantIssuer
 from .objectives import Objectives
 from .options import DEFAULT, CallOptions
-from .route import Route, Target, as_route
+from .redaction import ParamRedaction
+from .route import Route, Target, as_route, resolve
 from .services import Services
 from .settings import Settings
 
@@ -66,6 +67,8 @@ class Parent(Protocol):
     def deadline(self) -> float: ...
     @property
     def rules(self) -> AgentRules: ...
+    @property
+    def redact_params(self) -> bool | None: ...
 
 
 class CallPath:
@@ -90,6 +93,7 @@ class CallPath:
         self._caller = bus.caller
         self._subjects = bus.subjects
         self._objectives = Objectives(settings.objective_window)
+        self._redaction = ParamRedaction(services, settings.redact_params)
 
     async def request(
         self,
@@ -208,10 +212,16 @@ class CallPath:
         parent: Parent | None,
         meta: Metadata,
     ) -> RequestEnvelope:
-        """A new request with ``meta``: this call's lineage, user and rights."""
+        """A new request with ``meta``: this call's lineage, user and rights, and ``params`` redacted."""
+        source = parent.agent if parent is not None else self.client
+        # From outside any agent (a user's script, the CLI, the gateway with a user's own
+        # message) the parameters are the user's, for the agent the user chose: sent as
+        # given unless the call asks. An agent's calls pass data on: redacted by default.
+        choice = parent.redact_params if parent is not None else False
+        params = self._redaction.apply(params, source, options.redact_params, choice)
         env = RequestEnvelope(
             message_id=new_id(),
-            source_agent_id=parent.agent if parent is not None else self.client,
+            source_agent_id=source,
             target_agent_id=route.agent or str(route),
             conversation_id=parent.request.conversation_id
             if parent
@@ -333,28 +343,8 @@ class CallPath:
 
     def _resolve(self, route: Route, tried: set[str], parent: Parent | None) -> tuple[str, str, str | None]:
         """Subject, agent name and (for registry routing) instance id of a route."""
-        subjects = self.bus.subjects
-        if route.agent is not None:
-            return subjects.agent(route.agent), route.agent, None
-        view = self.view
-        if route.instance is not None:
-            entry = view.get(route.instance) if view is not None else None
-            return subjects.instance(route.instance), entry.profile.name if entry else route.instance, None
-        if view is None:
-            raise NoCapableAgent("routing by capability needs a registry, and this runtime has none")
-        allowed = None
-        if parent is not None:  # only instances of agents the calling agent may invoke
-            rules = parent.rules
-            if "*" not in rules.can_invoke:
-                allowed = rules.may_invoke
-        chosen = view.best(route.capabilities, exclude=tried, allowed=allowed)
-        if chosen is None:
-            known = "" if view.ready.is_set() else " (the registry has not been reachable yet)"
-            raise NoCapableAgent(
-                f"no live instance offers {', '.join(route.capabilities)}{known}",
-                details={"capabilities": list(route.capabilities)},
-            )
-        return subjects.instance(chosen.agent_id), chosen.profile.name, chosen.agent_id
+        rules = parent.rules if parent is not None else None
+        return resolve(route, self._subjects, self.view, tried, rules)
 
     def _grant(self, user_id: str | None, conversation_id: str) -> str | None:
         """A grant for a call from outside any agent, good for its conversation only."""
@@ -370,12 +360,14 @@ class CallPath:
         parent: Parent | None = None,
         user_id: str | None = None,
     ) -> None:
-        """Publish a notification (one hop more than its parent)."""
+        """Publish a notification (one hop more than its parent), its ``params`` redacted."""
         meta = self._metadata(parent, DEFAULT, self.settings.default_timeout, batch_replies=False)
         conversation = parent.request.conversation_id if parent else new_id()
+        source = parent.agent if parent else self.client
+        params = self._redaction.apply(params, source, parent.redact_params if parent else False)
         env = NotificationEnvelope(
             message_id=new_id(),
-            source_agent_id=parent.agent if parent else self.client,
+            source_agent_id=source,
             target_agent_id=topic,
             conversation_id=conversation,
             user_id=parent.request.user_id if parent else user_id,

@@ -96,6 +96,11 @@ class Context:
         return self._instance.instance_id
 
     @property
+    def redact_params(self) -> bool | None:
+        """This agent's choice of redacting the parameters it sends (None: the runtime's)."""
+        return self._instance.redact_params
+
+    @property
     def user_id(self) -> str | None:
         return self.request.user_id
 
@@ -216,6 +221,7 @@ class Context:
         allowed_tools: Sequence[str] | None = None,
         allow_nested_calls: bool = True,
         on_progress: Callable[[Any], None] | None = None,
+        redact_params: bool | None = None,
     ) -> Any:
         """Call another agent and return its result.
 
@@ -225,7 +231,8 @@ class Context:
         ``allowed_tools`` narrows the callee's tools; ``allow_nested_calls=False``
         forbids it to delegate further; ``on_progress`` gets the callee's progress
         updates. While the call is out, this handler's concurrency slot is lent to
-        other requests.
+        other requests. ``params`` leave redacted of secrets and personal data unless
+        ``redact_params=False`` (default: this agent's ``redact_params``, else the runtime's).
 
         Raises:
             A2AError: the typed error the call ended with.
@@ -236,6 +243,7 @@ class Context:
             budget=budget,
             grants=self.grants_for(allowed_tools, allow_nested_calls),
             on_progress=on_progress,
+            redact_params=redact_params,
         )
         response = await self.invoke(target, action, params, options)
         return response.payload.result

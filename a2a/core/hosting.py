@@ -114,7 +114,9 @@ class AgentHost:
         """Messages refused before they could be read as a request (counted, logged at a bounded rate)."""
         self._tasks = TaskSet()
         self._workers = Workers(self._handle, self._tasks)
-        self._instance = Instance(services, calls, agent.name, self.instance_id, self._progress, tasks)
+        self._instance = Instance(
+            services, calls, agent.name, self.instance_id, self._progress, tasks, agent.redact_params
+        )
         self._sender_of = bus.subjects.sender_of
         self._resources = AsyncExitStack()
         self._loop: asyncio.AbstractEventLoop | None = None

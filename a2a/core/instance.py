@@ -51,6 +51,8 @@ class Instance:
     """Sends a progress update on a reply subject (the hosting endpoint's)."""
     tasks: ChildTasks | None = None
     """Where its handlers submit durable tasks (None: tasks are not available here)."""
+    redact_params: bool | None = None
+    """The agent's choice of redacting the parameters its handlers send (None: the runtime's)."""
 
     async def send_progress(self, reply: str, update: Any) -> None:
         """Send ``update`` on ``reply``; one that is not JSON-serialisable or is larger than

@@ -41,6 +41,8 @@ class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
     """Lowers the hop limit of the whole call tree below the runtime's."""
     orchestration: Orchestration | None = None
     """Control metadata of an operator-driven session's message (seed 001)."""
+    redact_params: bool | None = None
+    """Redact the parameters before they leave (None: the calling agent's choice, else the runtime's)."""
 
 
 DEFAULT = CallOptions()

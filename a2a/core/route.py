@@ -5,7 +5,13 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-__all__ = ["Route", "Target", "as_route", "by_capability", "by_instance"]
+from bus.errors import NoCapableAgent
+from bus.subjects import Subjects
+from discovery import LocalView
+
+from ..delegation.roster import AgentRules
+
+__all__ = ["Route", "Target", "as_route", "by_capability", "by_instance", "resolve"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,3 +55,30 @@ def as_route(target: Target) -> Route:
 @functools.lru_cache(maxsize=1024)
 def _by_name(name: str) -> Route:
     return Route(agent=name)
+
+
+def resolve(
+    route: Route, subjects: Subjects, view: LocalView | None, tried: set[str], rules: AgentRules | None
+) -> tuple[str, str, str | None]:
+    """Subject, agent name and (for registry routing) instance id of a route; by capability,
+    the best instance not ``tried`` of an agent the caller's ``rules`` let it invoke.
+
+    Raises:
+        NoCapableAgent: no registry, or no live instance offers the capabilities.
+    """
+    if route.agent is not None:
+        return subjects.agent(route.agent), route.agent, None
+    if route.instance is not None:
+        entry = view.get(route.instance) if view is not None else None
+        return subjects.instance(route.instance), entry.profile.name if entry else route.instance, None
+    if view is None:
+        raise NoCapableAgent("routing by capability needs a registry, and this runtime has none")
+    allowed = rules.may_invoke if rules is not None and "*" not in rules.can_invoke else None
+    chosen = view.best(route.capabilities, exclude=tried, allowed=allowed)
+    if chosen is None:
+        known = "" if view.ready.is_set() else " (the registry has not been reachable yet)"
+        raise NoCapableAgent(
+            f"no live instance offers {', '.join(route.capabilities)}{known}",
+            details={"capabilities": list(route.capabilities)},
+        )
+    return subjects.instance(chosen.agent_id), chosen.profile.name, chosen.agent_id

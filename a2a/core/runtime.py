@@ -305,13 +305,16 @@ class Runtime:
         priority: Priority | None = None,
         budget: int | None = None,
         on_progress: Callable[[Any], None] | None = None,
+        redact_params: bool | None = None,
     ) -> Any:
         """Call an agent from outside any agent and return its result.
 
         ``timeout`` is the call's deadline in seconds (default ``settings.default_timeout``);
         ``user_id`` is carried down the whole call chain; ``budget`` caps the tokens the
         call and everything it delegates may use; ``on_progress`` is called with each
-        progress update the callee sends (:meth:`a2a.Context.progress`).
+        progress update the callee sends (:meth:`a2a.Context.progress`); ``params`` leave
+        redacted of secrets and personal data unless ``redact_params=False`` (default:
+        ``settings.redact_params``).
 
         Raises:
             A2AError: the typed error the call ended with.
@@ -323,6 +326,7 @@ class Runtime:
             priority=priority,
             budget=budget,
             on_progress=on_progress,
+            redact_params=redact_params,
         )
         response = await self.calls.request(target, action, params, options)
         return response.payload.result

@@ -57,6 +57,7 @@ ENVIRONMENT: dict[str, str] = {
     "A2A_ROSTER": "roster",
     "A2A_OPEN": "open",
     "A2A_AUDIT": "audit",
+    "A2A_REDACT_PARAMS": "redact_params",
     "A2A_HEALTH_PORT": "health_port",
     "A2A_CONNECT_TIMEOUT": "connect_timeout",
     "A2A_MAX_TTL": "max_ttl",
@@ -109,6 +110,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     ``allow_sub_agent_calls`` is false by default); calls from outside any agent work either way."""
     audit: bool = True
     """Publish an audit record for every exchange."""
+    redact_params: bool = True
+    """Redact secrets and personal data in the parameters of every call, task and notification
+    sent from here; an agent's ``redact_params`` and a call's own override it."""
     health_port: int | None = None
     """Serve /livez, /readyz and /healthz on this port (``a2a serve``)."""
     connect_timeout: float = 2.0

@@ -5,7 +5,8 @@ Text is redacted by pattern (see :mod:`a2a.delegation.redact_rules` for the defa
 private keys, credentials in URLs, bearer and Basic authorization, cookies, JWTs, API keys,
 values written after a secret name, email addresses, phone and card numbers). Structures are
 also redacted by key name: :meth:`Redactor.redact_value` replaces the whole value under a key
-such as ``password``, ``client_secret`` or ``Authorization``. Add rules with
+such as ``password``, ``client_secret`` or ``Authorization``, and
+:meth:`Redactor.redact_params` (a call's parameters) every string under it, keeping types. Add rules with
 :meth:`Redactor.with_rules`::
 
     redactor = Redactor().with_rules(Rule("employee_id", re.compile(r"EMP-\\d{6}"), "[EMPLOYEE]"))
@@ -20,11 +21,15 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from .redact_rules import DEFAULT_RULES, SECRET, Rule, contains_any, digit_run, luhn_valid
+from .redact_base import MARKER, SECRET
+from .redact_rules import DEFAULT_RULES, Rule, contains_any, digit_run, luhn_valid
 
 __all__ = [
     "DEFAULT_RULES",
+    "MARKER",
     "MAX_DEPTH",
+    "SECRET",
+    "SECRET_FIELD",
     "RedactingFilter",
     "Redactor",
     "Rule",
@@ -35,10 +40,15 @@ __all__ = [
 ]
 
 TOO_DEEP = "[TOO_DEEP]"
+SECRET_FIELD = "secret_field"
+"""The kind counted for a value hidden because of its key name (``{"password": ...}``)."""
 MAX_DEPTH = 32
 """How deep :meth:`Redactor.redact_value` walks; anything deeper is replaced by ``[TOO_DEEP]``."""
 
 # Key names (lower-cased, without "_", "-", "." and spaces) whose whole value is a secret.
+_SHORTEST = 4
+"""No default rule matches text shorter than this (``pw=x`` is among the shortest matches)."""
+
 _SECRET_KEY_ENDINGS = (
     "password",
     "passwd",
@@ -58,6 +68,9 @@ _SECRET_KEY_ENDINGS = (
 )
 _SECRET_KEYS = frozenset({"pass", "pwd", "sessionid"})
 _KEY_SEPARATORS = str.maketrans("", "", "_-. ")
+# In a call's parameters these name ids of the runtime's own protocols (seed 001's
+# ``session_id`` of an operator-driven session), which the callee needs as they are.
+_PARAM_IDS = frozenset({"sessionid"})
 
 
 @lru_cache(maxsize=4096)
@@ -77,19 +90,26 @@ def _hides(value: Any) -> bool:
 
 
 class Redactor:
-    """Applies redaction rules, in order, to text and to nested JSON-like values."""
+    """Applies redaction rules, in order, to text and to nested JSON-like values.
+
+    Every method takes an optional ``found`` dict in which it adds up what it hid, by kind:
+    the name of the rule that matched, or ``secret_field`` for a value under a secret key.
+    Redacting what was redacted already changes nothing and finds nothing.
+    """
 
     def __init__(self, rules: Iterable[Rule] = DEFAULT_RULES) -> None:
         self.rules = tuple(rules)
+        # Text too short for any rule is returned at once (other rules may match shorter text).
+        self._shortest = _SHORTEST if self.rules == DEFAULT_RULES else 1
 
     def with_rules(self, *rules: Rule) -> Redactor:
         """A redactor with these rules added after the current ones."""
         return Redactor((*self.rules, *rules))
 
-    def redact(self, text: str) -> str:
+    def redact(self, text: str, found: dict[str, int] | None = None) -> str:
         """``text`` with every match of every rule replaced. Use it on any free text that
         leaves the process: error messages, objectives, previews, log lines."""
-        if not text:
+        if len(text) < self._shortest:
             return text
         lowered = text.lower()
         for rule in self.rules:
@@ -97,18 +117,17 @@ class Redactor:
             if count:
                 text = new
                 lowered = text.lower()
+                if found is not None:
+                    found[rule.name] = found.get(rule.name, 0) + count
         return text
 
     def findings(self, text: str) -> dict[str, int]:
         """How many matches each rule finds in ``text`` (rules applied in order)."""
-        found = {}
-        for rule in self.rules:
-            text, count = rule.apply(text)
-            if count:
-                found[rule.name] = count
+        found: dict[str, int] = {}
+        self.redact(text, found)
         return found
 
-    def redact_value(self, value: Any) -> Any:
+    def redact_value(self, value: Any, found: dict[str, int] | None = None) -> Any:
         """A redacted copy of a JSON-like value: strings redacted by pattern, the whole value
         under a secret key name (see :func:`is_secret_key`) replaced by ``[SECRET]``.
 
@@ -116,28 +135,56 @@ class Redactor:
         and so cycles, become ``[TOO_DEEP]``); other values are returned as they are. Never raises.
         """
         try:
-            return self._walk(value, 0)
+            return self._walk(value, 0, found, typed=False, hidden=False)
         except Exception:  # a container that misbehaves (a dict subclass whose items() raises)
             return SECRET
 
-    def _walk(self, value: Any, depth: int) -> Any:
+    def redact_params(self, params: dict[str, Any], found: dict[str, int] | None = None) -> dict[str, Any]:
+        """A redacted copy of a call's parameters that still meets the schema they met.
+
+        Only strings change, and they stay strings: each is redacted by pattern, and under a
+        secret key name every string (at any depth) becomes ``[SECRET]`` (``session_id`` is
+        not one here: in parameters it names a session of seed 001, not a web session). Keys, numbers,
+        booleans, nulls and the shape of the value are kept, except that a container nested
+        deeper than :data:`MAX_DEPTH` becomes ``[TOO_DEEP]``, as in :meth:`redact_value`.
+        """
+        walked: dict[str, Any] = self._walk(params, 0, found, typed=True, hidden=False)
+        return walked
+
+    def _walk(
+        self, value: Any, depth: int, found: dict[str, int] | None, *, typed: bool, hidden: bool
+    ) -> Any:
         if isinstance(value, str):
-            return self.redact(value)
+            if not hidden:
+                return self.redact(value, found)
+            if value == "" or MARKER.fullmatch(value):  # nothing to hide, or hidden already
+                return value
+            if found is not None:
+                found[SECRET_FIELD] = found.get(SECRET_FIELD, 0) + 1
+            return SECRET
         if not isinstance(value, (dict, list, tuple, set, frozenset)):
             return value
         if depth >= MAX_DEPTH:
             return TOO_DEEP
         depth += 1
         if isinstance(value, dict):
-            return {
-                k: SECRET if isinstance(k, str) and is_secret_key(k) and _hides(v) else self._walk(v, depth)
-                for k, v in value.items()
-            }
+            out = {}
+            for k, v in value.items():
+                secret = not hidden and isinstance(k, str) and is_secret_key(k) and _hides(v)
+                if secret and typed and k.lower().translate(_KEY_SEPARATORS) in _PARAM_IDS:
+                    secret = False
+                if secret and not typed:
+                    if not (isinstance(v, str) and MARKER.fullmatch(v)) and found is not None:
+                        found[SECRET_FIELD] = found.get(SECRET_FIELD, 0) + 1
+                    out[k] = SECRET
+                else:
+                    out[k] = self._walk(v, depth, found, typed=typed, hidden=hidden or secret)
+            return out
+        items = (self._walk(v, depth, found, typed=typed, hidden=hidden) for v in value)
         if isinstance(value, list):
-            return [self._walk(v, depth) for v in value]
+            return list(items)
         if isinstance(value, tuple):
-            return tuple(self._walk(v, depth) for v in value)
-        items = (self._walk(v, depth) for v in value)
+            return tuple(items)
         return frozenset(items) if isinstance(value, frozenset) else set(items)
 
 

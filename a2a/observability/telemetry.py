@@ -119,6 +119,9 @@ class Telemetry:
                 "a2a.inflight", description="Requests being handled"
             )
             self._missed = meter.create_counter("a2a.heartbeats.missed", description="Heartbeats that failed")
+            self._redactions = meter.create_counter(
+                "a2a.redactions", description="Secrets and personal data hidden from sent parameters, by kind"
+            )
             meter.create_observable_gauge(
                 "a2a.registry.instances",
                 callbacks=[self._observe_registry],
@@ -280,6 +283,12 @@ class Telemetry:
     def heartbeat_missed(self, instances: int) -> None:
         if self.metrics:
             self._missed.add(instances)
+
+    def redacted(self, agent: str, found: Mapping[str, int]) -> None:
+        """Count what the redactor hid from parameters ``agent`` sent, by kind (rule name)."""
+        if self.metrics:
+            for kind, count in found.items():
+                self._redactions.add(count, {"a2a.agent": agent, "a2a.redaction.kind": kind})
 
     def watch_registry(self, size: Callable[[], int]) -> None:
         self._registry_size = size

@@ -345,3 +345,57 @@ def test_redact_is_fast_on_text_without_secrets() -> None:
     )
     best = min(timeit.repeat(lambda: redactor.redact(text), number=200, repeat=5)) / 200
     assert best < 100e-6  # about 8 µs on a laptop; generous for a loaded CI machine
+
+
+# -- prose that names secrets, and call parameters -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "POST /login checks the user's password, returns a session cookie': list the endpoints…",
+        "token: we should rotate it",
+        "password = os.environ['DB_PASSWORD'] and token = get_token(client)",
+        "password: ${DB_PASSWORD}, api_key: <your-key>",
+    ],
+)
+def test_prose_and_code_naming_secrets_survive(text: str) -> None:
+    assert redactor.redact(text) == text
+
+
+def test_findings_name_the_kind_of_each_redaction() -> None:
+    found: dict[str, int] = {}
+    out = redactor.redact("mail jane@example.com key AKIAIOSFODNN7EXAMPLE password=x", found)
+    assert out == "mail [EMAIL] key [API_KEY] password=[SECRET]"
+    assert found == {"email": 1, "api_key": 1, "secret_assignment": 1}
+
+
+def test_params_keep_their_keys_and_types() -> None:
+    params = {
+        "to": "jane@example.com",
+        "password": 123456,
+        "credentials": {"user": "bob", "key": "abc", "port": 5432, "tags": ["x", ""]},
+        "api_key": "sk-proj-AbCdEfGhIjKlMnOpQr12",
+        "notes": ["call +1 415-555-0132", None, True, 2.5],
+        "max_tokens": 4000,
+    }
+    found: dict[str, int] = {}
+    out = redactor.redact_params(params, found)
+    assert out == {
+        "to": "[EMAIL]",
+        "password": 123456,
+        "credentials": {"user": "[SECRET]", "key": "[SECRET]", "port": 5432, "tags": ["[SECRET]", ""]},
+        "api_key": "[SECRET]",
+        "notes": ["call [PHONE]", None, True, 2.5],
+        "max_tokens": 4000,
+    }
+    assert found == {"email": 1, "secret_field": 4, "phone": 1}
+    again: dict[str, int] = {}
+    assert redactor.redact_params(out, again) == out and again == {}
+    assert params["to"] == "jane@example.com"  # a copy: the original is untouched
+
+
+def test_session_ids_in_params_are_ids_not_secrets() -> None:
+    params = {"session_id": "s-1", "sessionId": "s-2", "frame": {"session_id": "s-3"}}
+    assert redactor.redact_params(params) == params
+    assert redactor.redact_value(params)["session_id"] == "[SECRET]"
