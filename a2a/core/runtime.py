@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from bus import Bus
-from bus.errors import DeadlineExceeded, NoCapableAgent, Unavailable
+from bus.errors import Unavailable
 from bus.tasks import loop_clock
 from bus.wire import Priority, ResponseEnvelope
 from discovery import LocalView, Registry
@@ -222,24 +222,13 @@ class Runtime:
         assert self._stack is not None
         try:
             with anyio.CancelScope(shield=True):
-                await self._stop_hosts(grace=5.0 if exc is None else 0.5)
+                await self.presence.stop(self.tasks.stop, grace=5.0 if exc is None else 0.5)
         finally:
             stack, self._stack = self._stack, None
             # The body's exception is not handed to the stack: the internal task group
             # would wrap it in an ExceptionGroup. It propagates unchanged instead.
             await stack.aclose()
         return None
-
-    async def _stop_hosts(self, grace: float) -> None:
-        hosts = list(self.hosts.values())
-        if not hosts:
-            return
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self.tasks.stop, grace)
-            for host in hosts:
-                tg.start_soon(host.stop, grace)
-        await self.presence.deregister(hosts)
-        self.hosts.clear()
 
     # -- hosting ---------------------------------------------------------------------
 
@@ -392,13 +381,6 @@ class Runtime:
         """Wait until the registry view has a live instance of every agent in ``names``.
 
         Raises:
-            DeadlineExceeded: they did not all appear in time.
+            DeadlineExceeded: they did not all appear in time (NO_CAPABLE_AGENT: no registry).
         """
-        if self.view is None:
-            raise NoCapableAgent("waiting for agents needs a registry")
-        view = self.view
-        with anyio.move_on_after(timeout):
-            await view.wait_until(lambda: all(view.instances_of(name) for name in names))
-            return
-        missing = set(names) - {e.profile.name for e in view.entries()}
-        raise DeadlineExceeded(f"agents not registered within {timeout}s: {', '.join(sorted(missing))}")
+        await self.presence.wait_for(names, timeout)
