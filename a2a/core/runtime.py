@@ -36,6 +36,7 @@ from ..delegation.redact import Redactor
 from ..observability.health import serve_health
 from ..observability.telemetry import Telemetry
 from ..stores.audit import AuditLog
+from ..stores.capture import HistoryRecorder, Summariser
 from ..stores.facts import FactStore
 from ..stores.history import HistoryStore
 from .agent import Agent
@@ -89,6 +90,7 @@ class Runtime:
         context_builder: selects and fits delegated context; pass one with your
             model's token counter.
         telemetry: tracing and metrics (default: as the OTEL_* variables say; off when unset).
+        summariser: writes conversation summaries (default deterministic; may be async: a model).
     """
 
     def __init__(
@@ -102,6 +104,7 @@ class Runtime:
         context_builder: ContextBuilder | None = None,
         telemetry: Telemetry | None = None,
         durable: DurableStore | None = None,
+        summariser: Summariser | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.id = uuid.uuid4().hex[:12]
@@ -124,6 +127,7 @@ class Runtime:
         self.facts_store: FactStore | None = None
         self._transport = transport
         self._durable = durable
+        self._summariser = summariser
         self.tasks: Tasks
         """Durable tasks (:class:`a2a.core.durable.Tasks`): on with ``settings.tasks`` or a
         ``durable`` store given, else each of its calls raises UNAVAILABLE."""
@@ -185,6 +189,7 @@ class Runtime:
         await bus.start()
         stack.push_async_callback(_shielded, bus.aclose)
         await self.audit.ensure_stream()
+        recorder = HistoryRecorder(self.history, self.redactor, self._summariser, enabled=s.history_capture)
         self.services = Services(
             policy=self.policy,
             redactor=self.redactor,
@@ -195,6 +200,7 @@ class Runtime:
             clock=clock,
             guard=self.guard,
             facts=self.facts_store,
+            recorder=recorder,
         )
         if self.policy.open:
             log.info("open deployment: no credentials and no roster, so any agent may call any other")
@@ -212,6 +218,7 @@ class Runtime:
         if self.audit.enabled:
             tg.start_soon(self.audit.run)
             stack.push_async_callback(_shielded, self.audit.flush)  # runs first on exit
+        tg.start_soon(recorder.run)  # cancelled last, it writes what the stopped hosts handled
 
     async def __aexit__(
         self,

@@ -56,6 +56,7 @@ ENVIRONMENT: dict[str, str] = {
     "A2A_CLIENT_NAME": "client_name",
     "A2A_ROSTER": "roster",
     "A2A_AUDIT": "audit",
+    "A2A_HISTORY_CAPTURE": "history_capture",
     "A2A_HEALTH_PORT": "health_port",
     "A2A_CONNECT_TIMEOUT": "connect_timeout",
     "A2A_MAX_TTL": "max_ttl",
@@ -104,6 +105,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Path of a roster file (YAML or TOML) with per-agent permissions."""
     audit: bool = True
     """Publish an audit record for every exchange."""
+    history_capture: bool = True
+    """Append every call an agent here handles, and its answer, to its conversation's history
+    (with Redis), and keep the conversation's summary."""
     health_port: int | None = None
     """Serve /livez, /readyz and /healthz on this port (``a2a serve``)."""
     connect_timeout: float = 2.0
