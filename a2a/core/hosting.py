@@ -367,6 +367,8 @@ class AgentHost:
                 tools = ctx.tools_used if ctx is not None else ()
                 elapsed = services.clock() - t0
                 audit.emit(callee_record(env, name, self.instance_id, elapsed, error, tokens, tools))
+            if services.recorder is not None:
+                services.recorder.capture(env, name, result, error)
         finally:
             trace.close()
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 import anyio
 
-from bus.errors import Unavailable
+from bus.errors import DeadlineExceeded, NoCapableAgent, Unavailable
 from discovery import LocalView, Registry
 from discovery.errors import RegistrationRefused
 
@@ -68,6 +68,18 @@ class Presence:
             self.view.set_state(state.agent_id, state.status, state.load, state.capacity, state.trust)
         self._changed.set()
 
+    async def stop(self, stop_tasks: Callable[[float], Coroutine[Any, Any, None]], grace: float) -> None:
+        """Stop every host (and, beside them, the durable tasks' takers), then deregister them."""
+        hosts = list(self.hosts.values())
+        if not hosts:
+            return
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop_tasks, grace)
+            for host in hosts:
+                tg.start_soon(host.stop, grace)
+        await self.deregister(hosts)
+        self.hosts.clear()
+
     async def deregister(self, hosts: Sequence[AgentHost]) -> None:
         if self.registry is None:
             return
@@ -78,6 +90,22 @@ class Presence:
                 except Unavailable as exc:
                     log.warning("could not deregister %s: %s", host.instance_id, exc)
                     break
+
+    async def wait_for(self, names: Sequence[str], timeout: float) -> None:
+        """Wait until the view has a live instance of every agent in ``names``.
+
+        Raises:
+            NoCapableAgent: this runtime has no registry.
+            DeadlineExceeded: they did not all appear in time.
+        """
+        view = self.view
+        if view is None:
+            raise NoCapableAgent("waiting for agents needs a registry")
+        with anyio.move_on_after(timeout):
+            await view.wait_until(lambda: all(view.instances_of(name) for name in names))
+            return
+        missing = set(names) - {e.profile.name for e in view.entries()}
+        raise DeadlineExceeded(f"agents not registered within {timeout}s: {', '.join(sorted(missing))}")
 
     async def run(self) -> None:
         """Heartbeat every interval (sooner after a state change) until cancelled."""

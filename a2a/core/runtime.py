@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from bus import Bus
-from bus.errors import DeadlineExceeded, NoCapableAgent, Unavailable
+from bus.errors import Unavailable
 from bus.tasks import loop_clock
 from bus.wire import Priority, ResponseEnvelope
 from discovery import LocalView, Registry
@@ -36,6 +36,7 @@ from ..delegation.redact import Redactor
 from ..observability.health import serve_health
 from ..observability.telemetry import Telemetry
 from ..stores.audit import AuditLog
+from ..stores.capture import HistoryRecorder, Summariser
 from ..stores.facts import FactStore
 from ..stores.history import HistoryStore
 from .agent import Agent
@@ -89,6 +90,7 @@ class Runtime:
         context_builder: selects and fits delegated context; pass one with your
             model's token counter.
         telemetry: tracing and metrics (default: as the OTEL_* variables say; off when unset).
+        summariser: writes conversation summaries (default deterministic; may be async: a model).
     """
 
     def __init__(
@@ -102,6 +104,7 @@ class Runtime:
         context_builder: ContextBuilder | None = None,
         telemetry: Telemetry | None = None,
         durable: DurableStore | None = None,
+        summariser: Summariser | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.id = uuid.uuid4().hex[:12]
@@ -124,6 +127,7 @@ class Runtime:
         self.facts_store: FactStore | None = None
         self._transport = transport
         self._durable = durable
+        self._summariser = summariser
         self.tasks: Tasks
         """Durable tasks (:class:`a2a.core.durable.Tasks`): on with ``settings.tasks`` or a
         ``durable`` store given, else each of its calls raises UNAVAILABLE."""
@@ -185,6 +189,7 @@ class Runtime:
         await bus.start()
         stack.push_async_callback(_shielded, bus.aclose)
         await self.audit.ensure_stream()
+        recorder = HistoryRecorder(self.history, self.redactor, self._summariser, enabled=s.history_capture)
         self.services = Services(
             policy=self.policy,
             redactor=self.redactor,
@@ -195,6 +200,7 @@ class Runtime:
             clock=clock,
             guard=self.guard,
             facts=self.facts_store,
+            recorder=recorder,
         )
         if self.policy.open:
             log.info("open deployment: no credentials and no roster, so any agent may call any other")
@@ -212,6 +218,7 @@ class Runtime:
         if self.audit.enabled:
             tg.start_soon(self.audit.run)
             stack.push_async_callback(_shielded, self.audit.flush)  # runs first on exit
+        tg.start_soon(recorder.run)  # cancelled last, it writes what the stopped hosts handled
 
     async def __aexit__(
         self,
@@ -222,24 +229,13 @@ class Runtime:
         assert self._stack is not None
         try:
             with anyio.CancelScope(shield=True):
-                await self._stop_hosts(grace=5.0 if exc is None else 0.5)
+                await self.presence.stop(self.tasks.stop, grace=5.0 if exc is None else 0.5)
         finally:
             stack, self._stack = self._stack, None
             # The body's exception is not handed to the stack: the internal task group
             # would wrap it in an ExceptionGroup. It propagates unchanged instead.
             await stack.aclose()
         return None
-
-    async def _stop_hosts(self, grace: float) -> None:
-        hosts = list(self.hosts.values())
-        if not hosts:
-            return
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self.tasks.stop, grace)
-            for host in hosts:
-                tg.start_soon(host.stop, grace)
-        await self.presence.deregister(hosts)
-        self.hosts.clear()
 
     # -- hosting ---------------------------------------------------------------------
 
@@ -396,13 +392,6 @@ class Runtime:
         """Wait until the registry view has a live instance of every agent in ``names``.
 
         Raises:
-            DeadlineExceeded: they did not all appear in time.
+            DeadlineExceeded: they did not all appear in time (NO_CAPABLE_AGENT: no registry).
         """
-        if self.view is None:
-            raise NoCapableAgent("waiting for agents needs a registry")
-        view = self.view
-        with anyio.move_on_after(timeout):
-            await view.wait_until(lambda: all(view.instances_of(name) for name in names))
-            return
-        missing = set(names) - {e.profile.name for e in view.entries()}
-        raise DeadlineExceeded(f"agents not registered within {timeout}s: {', '.join(sorted(missing))}")
+        await self.presence.wait_for(names, timeout)

@@ -11,6 +11,7 @@ from ..delegation.policy import Policy
 from ..delegation.redact import Redactor
 from ..observability.telemetry import Telemetry
 from ..stores.audit import AuditLog
+from ..stores.capture import HistoryRecorder
 from ..stores.facts import FactStore
 from ..stores.history import HistoryStore
 from .guard import Guard
@@ -36,6 +37,8 @@ class Services:
     """What a callee decides by itself: its own limits, the sender, the lineage, the user."""
     facts: FactStore | None = None
     """Facts delegated agents learned about each user (``new_facts``), where there is Redis."""
+    recorder: HistoryRecorder | None = None
+    """Writes each call a host handles to its conversation's history (None: not kept)."""
     _degraded: set[str] = field(default_factory=set)
 
     def log_degraded(self, message: str) -> None:

@@ -58,6 +58,7 @@ ENVIRONMENT: dict[str, str] = {
     "A2A_OPEN": "open",
     "A2A_AUDIT": "audit",
     "A2A_REDACT_PARAMS": "redact_params",
+    "A2A_HISTORY_CAPTURE": "history_capture",
     "A2A_HEALTH_PORT": "health_port",
     "A2A_CONNECT_TIMEOUT": "connect_timeout",
     "A2A_MAX_TTL": "max_ttl",
@@ -113,6 +114,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redact_params: bool = True
     """Redact secrets and personal data in the parameters of every call, task and notification
     sent from here; an agent's ``redact_params`` and a call's own override it."""
+    history_capture: bool = True
+    """Append every call an agent here handles, and its answer, to its conversation's history
+    (with Redis), and keep the conversation's summary."""
     health_port: int | None = None
     """Serve /livez, /readyz and /healthz on this port (``a2a serve``)."""
     connect_timeout: float = 2.0

@@ -98,6 +98,8 @@ class TaskHost:
                 tools = ctx.tools_used if ctx is not None else ()
                 record = callee_record(env, name, self.instance.instance_id, elapsed, error, tokens, tools)
                 services.audit.emit(record)
+            if services.recorder is not None:
+                services.recorder.capture(env, name, result, error)
             if error is not None:
                 return TaskOutcome(state="failed", error=error.to_info(), usage=spent)
             return TaskOutcome(state="completed", result=result, usage=spent)

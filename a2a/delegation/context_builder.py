@@ -90,7 +90,8 @@ class ContextBuilder:
             keywords = [k.lower() for k in flt.keywords]
             selected = [m for m in selected if any(k in m.content.lower() for k in keywords)]
         if flt.last_messages is not None:
-            selected = selected[len(selected) - flt.last_messages :] if flt.last_messages else []
+            # All of them when there are fewer than N (a negative start would count from the end).
+            selected = selected[max(0, len(selected) - flt.last_messages) :] if flt.last_messages else []
 
         budget = max(0, max_tokens)
         summary_text = self._fit(summary, budget) if flt.include_summary and summary else None

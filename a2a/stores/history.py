@@ -2,13 +2,15 @@
 
 Keys (``P`` = ``a2a:{<ns>}:``), all expiring ``ttl`` seconds after the last write:
 
-    P conv:<id>:meta       hash: userId (the owner), createdAt, summary
+    P conv:<id>:meta       hash: userId (the owner), createdAt, summary, goal
     P conv:<id>:messages   list of ChatMessage JSON, oldest first, capped at ``max_messages``
     P conv:<id>:calls      list of Interaction JSON: one per sub-agent call, no context copied
     P active:<hash>        an objective in progress (origin, target, objective) -> requestId
 
 A delegation's thread (seed 003 ``thread_mode``) is a conversation of its own. The free
-text of an interaction (task, output preview) is redacted before it is written.
+text of an interaction (task, output preview) is redacted before it is written. The
+runtime appends each call it handles as an :class:`Exchange` (:mod:`a2a.stores.capture`)
+and keeps the summary and goal (the first user request) beside the owner.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 
 import msgspec
 import redis.asyncio as aioredis
@@ -27,8 +30,9 @@ from discovery.errors import redis_errors
 from discovery.registry import RegistryKeys
 
 from ..delegation.redact import Redactor
+from .summary import SummaryInput
 
-__all__ = ["HistoryStore", "Interaction", "objective_key", "preview"]
+__all__ = ["Exchange", "HistoryStore", "Interaction", "objective_key", "preview"]
 
 PREVIEW_CHARS = 200
 
@@ -47,6 +51,16 @@ class Interaction(Wire):
     thread_id: str | None = None
     error_code: str | None = None
     tokens_used: int = 0
+
+
+class Exchange(msgspec.Struct, frozen=True, kw_only=True):
+    """One call as its conversation keeps it: the request and its answer (both redacted)."""
+
+    conversation_id: str
+    user_id: str | None
+    """The user the call was made for; a conversation of another user is not written."""
+    request: ChatMessage
+    answer: ChatMessage
 
 
 _message_encoder = msgspec.json.Encoder()
@@ -138,13 +152,68 @@ class HistoryStore:
     async def set_summary(self, conversation_id: str, summary: str) -> None:
         key = self._key(conversation_id, "meta")
         with redis_errors("set summary"):
-            await self.redis.hset(key, "summary", summary)
-            await self.redis.expire(key, self.ttl)
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.hset(key, "summary", summary)
+                pipe.expire(key, self.ttl)
+                await pipe.execute()
 
     async def summary(self, conversation_id: str) -> str | None:
         with redis_errors("read summary"):
             value = await self.redis.hget(self._key(conversation_id, "meta"), "summary")
         return str(value) if value is not None else None
+
+    async def append_exchanges(self, batch: Sequence[Exchange]) -> list[Exchange]:
+        """Append each exchange to its conversation, in order, and return those written.
+
+        An exchange made for another user than the conversation's owner (or for none, when
+        it has one) is left out. A conversation's first user request becomes its ``goal``.
+        Two round trips whatever the batch: the owners, then the writes.
+        """
+        ids = list(dict.fromkeys(x.conversation_id for x in batch))
+        with redis_errors("append exchanges"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for conversation_id in ids:
+                    pipe.hget(self._key(conversation_id, "meta"), "userId")
+                owners = dict(zip(ids, await pipe.execute(), strict=True))
+            kept = [x for x in batch if owners[x.conversation_id] in (None, x.user_id)]
+            messages: dict[str, list[bytes]] = {}
+            goals: dict[str, str] = {}
+            for x in kept:
+                messages.setdefault(x.conversation_id, []).extend(
+                    (_message_encoder.encode(x.request), _message_encoder.encode(x.answer))
+                )
+                if x.request.role == "user":
+                    goals.setdefault(x.conversation_id, x.request.content)
+            if not kept:
+                return kept
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for conversation_id, encoded in messages.items():
+                    key = self._key(conversation_id, "messages")
+                    pipe.rpush(key, *encoded)
+                    pipe.ltrim(key, -self.max_messages, -1)
+                    pipe.expire(key, self.ttl)
+                for conversation_id, goal in goals.items():
+                    meta = self._key(conversation_id, "meta")
+                    pipe.hsetnx(meta, "goal", goal)
+                    pipe.expire(meta, self.ttl)
+                await pipe.execute()
+        return kept
+
+    async def summary_input(self, conversation_id: str, window: int) -> SummaryInput:
+        """What a summariser needs: the goal, the summary so far and the last ``window`` messages."""
+        meta = self._key(conversation_id, "meta")
+        with redis_errors("read summary input"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.hget(meta, "goal")
+                pipe.hget(meta, "summary")
+                pipe.lrange(self._key(conversation_id, "messages"), -max(1, window), -1)
+                goal, previous, raw = await pipe.execute()
+        return SummaryInput(
+            conversation_id=conversation_id,
+            goal=None if goal is None else str(goal),
+            messages=[_message_decoder.decode(r) for r in raw],
+            previous=None if previous is None else str(previous),
+        )
 
     async def record(self, conversation_id: str, interaction: Interaction) -> None:
         """Record one sub-agent interaction: who asked whom what, and a preview of the outcome.

@@ -86,6 +86,12 @@ def test_newest_messages_win_and_the_workspace_lists_only_existing_files(tmp_pat
     assert [m.content for m in tight.messages] == ["message number 8", "message number 9"]
 
 
+def test_fewer_messages_than_last_n_are_all_kept() -> None:
+    msgs = [ChatMessage(role="user", content=f"message number {i}") for i in range(4)]
+    ctx = ContextBuilder().build(msgs, ContextFilter(last_messages=5), 4000)
+    assert [m.content for m in ctx.messages] == [m.content for m in msgs]
+
+
 def test_a_summary_larger_than_the_budget_is_cut_to_fit() -> None:
     builder = ContextBuilder()
     ctx = builder.build([], ContextFilter(include_summary=True), 10, summary="word " * 200)
