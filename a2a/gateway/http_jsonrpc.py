@@ -18,6 +18,7 @@ from transports.a2a_http import errors as e
 from transports.a2a_http.compat03 import send_result_to_03, stream_result_to_03, task_to_03
 from transports.a2a_http.compat03_params import push_config_to_03
 from transports.a2a_http.jsonrpc import (
+    PARAMS_V1,
     MethodRef,
     Operation,
     decode_params,
@@ -42,6 +43,7 @@ from .http_common import (
     read_body,
     sse_response,
 )
+from .proto_names import json_names
 
 __all__ = ["handle_jsonrpc"]
 
@@ -81,7 +83,8 @@ async def handle_jsonrpc(request: Request, served: Served, agent: str | None) ->
         check_version(request, PROTOCOL_VERSION_0_3 if method.legacy else PROTOCOL_VERSION_1_0)
         if method.operation is Operation.LIST_TASKS and method.legacy:
             raise A2AProtocolError(e.METHOD_NOT_FOUND)
-        params = decode_params(method, call.params)
+        given = call.params if method.legacy else json_names(call.params, PARAMS_V1[method.operation])
+        params = decode_params(method, given)
         op = method.operation
         with service.runtime.telemetry.server_span(f"A2A {op.value}", request.headers):
             if op.streaming:

@@ -35,6 +35,7 @@ from .http_common import (
     read_body,
     sse_response,
 )
+from .proto_names import json_names
 
 __all__ = ["handle_rest"]
 
@@ -64,6 +65,7 @@ async def _params(request: Request, op: Operation, task_id: str | None, max_body
         if not isinstance(data, dict):
             raise A2AProtocolError(e.INVALID_REQUEST, "the body must be a JSON object")
         check_depth(data)
+        data = json_names(data, PARAMS_V1[op])
         if op is Operation.CREATE_PUSH_CONFIG:
             data["taskId"] = task_id
         elif task_id is not None:

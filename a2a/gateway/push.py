@@ -48,7 +48,9 @@ __all__ = ["PushNotifications"]
 Owned = Callable[[str, str, str | None], Awaitable[StoredTask]]
 """``GatewayService.owned``: the task if the principal may see it, else TaskNotFound."""
 
-_CONFIG_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_CONFIG_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+"""A config id: letters, digits, ``_`` and ``-`` (safe in Redis keys and delivery channels),
+long enough for a client's prefix and a UUID."""
 _MIN_SECRET = 16
 
 
@@ -77,7 +79,7 @@ class PushNotifications:
         """
         config_id = config.id or new_id()
         if not _CONFIG_ID.match(config_id):
-            raise A2AProtocolError(e.INVALID_PARAMS, "id: 1-64 letters, digits, _ or -")
+            raise A2AProtocolError(e.INVALID_PARAMS, "id: 1-128 letters, digits, _ or -")
         try:
             await self.guard.check(config.url)
         except Refused as exc:

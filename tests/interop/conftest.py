@@ -48,7 +48,7 @@ from a2a.dev.sdk_env import ensure_adk_python, ensure_sdk_python
 from a2a.dev.servers import die_with_parent
 from a2a.gateway import Authenticator, GatewayConfig, serve_gateway
 
-collect_ignore = ["sdk", "adk", "js"]
+collect_ignore = ["sdk", "adk", "js", "tck", "tck_run.py"]
 
 SDK_DIR = Path(__file__).resolve().parent / "sdk"
 ADK_DIR = Path(__file__).resolve().parent / "adk"

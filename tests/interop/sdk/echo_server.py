@@ -4,6 +4,8 @@ It serves A2A 1.0 and the SDK's 0.3 compatibility layer over JSON-RPC (at ``/``)
 HTTP+JSON (1.0 at ``/message:send`` etc., 0.3 at ``/v1/message:send`` etc.), with the
 agent card at ``/.well-known/agent-card.json``.
 
+With ``--push`` it keeps push-notification configs in memory and delivers to any URL.
+
 The executor answers with a completed task whose single artifact (named ``echo``) repeats
 the input message's parts unchanged (text as text, data as data). The artifact metadata
 carries ``agent`` (the ``--name``), ``messageMetadata``, ``requestMetadata`` and
@@ -24,13 +26,19 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvicorn
 from a2a.helpers import new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import (
+    BasePushNotificationSender,
+    InMemoryPushNotificationConfigStore,
+    InMemoryTaskStore,
+    TaskUpdater,
+)
 from a2a.types.a2a_pb2 import (
     AgentCapabilities,
     AgentCard,
@@ -145,10 +153,10 @@ def build_card(args: argparse.Namespace, base: str) -> AgentCard:
     ]
     card = AgentCard(
         name=args.name,
-        description="Echoes its input back as an artifact (a2a-sdk interop test agent).",
+        description="Echoes its input back as an artifact (an a2a-sdk interop agent).",
         version="1.0.0",
         supported_interfaces=interfaces,
-        capabilities=AgentCapabilities(streaming=args.streaming),
+        capabilities=AgentCapabilities(streaming=args.streaming, push_notifications=args.push),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
         skills=[AgentSkill(id=s, name=s, description=f"Echo skill {s}", tags=["echo"]) for s in args.skills],
@@ -178,8 +186,13 @@ def require_header(app: ASGIApp, header: str) -> ASGIApp:
 
 
 def build_app(args: argparse.Namespace, card: AgentCard) -> ASGIApp:
+    push: dict[str, Any] = {}
+    if args.push:
+        store = InMemoryPushNotificationConfigStore()
+        sender = BasePushNotificationSender(httpx.AsyncClient(), store)
+        push = {"push_config_store": store, "push_sender": sender}
     handler = DefaultRequestHandler(
-        agent_executor=EchoExecutor(args), task_store=InMemoryTaskStore(), agent_card=card
+        agent_executor=EchoExecutor(args), task_store=InMemoryTaskStore(), agent_card=card, **push
     )
     compat = "0.3" in args.versions
     routes: list[Any] = list(create_agent_card_routes(card))
@@ -202,6 +215,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--fail", metavar="MESSAGE", help="fail the task with this message")
     p.add_argument("--skills", default="echo", help="comma-separated skill ids for the card")
     p.add_argument("--streaming", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--push", action="store_true", help="store push configs and deliver to any URL")
     p.add_argument("--versions", default="1.0,0.3", help="protocol versions to serve: 1.0, 0.3 or both")
     p.add_argument("--bindings", default="jsonrpc,rest", help="jsonrpc, rest or both (order = preference)")
     p.add_argument("--require-header", metavar="'NAME: VALUE'", help="reject calls without this header")

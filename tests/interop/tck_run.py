@@ -1,0 +1,166 @@
+"""Run the official A2A TCK against the gateway's origin and against a2a-sdk's own server.
+
+The TCK (``a2aproject/a2a-tck``) is not published on a package index, so this takes a
+checkout of it (``--tck DIR``) and installs its requirements into a venv of its own
+(``<repo>/.tck-venv`` by default; built once, under a file lock, like the SDK venv).
+Then, for each target:
+
+- ``gateway``: nats-server and Redis on free ports, a runtime serving the test ``echo``
+  agent, and a gateway with ``--default-agent echo`` and push URLs to private addresses
+  allowed (the TCK's webhook listens on ``localhost``);
+- ``sdk``: ``tests/interop/sdk/echo_server.py --push`` under the a2a-sdk 1.3 venv,
+
+it runs the TCK's categories (``mandatory``: ``tests/mandatory/`` marked ``mandatory or
+mandatory_protocol or mandatory_jsonrpc``; ``capabilities``: ``tests/optional/capabilities/``),
+the selections ``run_tck.py --category C`` makes for the JSON-RPC transport, with the
+plugin ``tests/interop/tck/tck_a2a_version.py`` so that every request says
+``A2A-Version: 1.0``. Both targets' cards name ``localhost``, not ``127.0.0.1`` (the TCK
+counts loopback IP addresses in a card as leaked internal URLs). It prints each
+category's counts and failing tests, and with ``--json FILE`` writes them there.
+
+    python tests/interop/tck_run.py --tck ../a2a-tck [--target gateway|sdk|both]
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from a2a import Runtime, Settings  # noqa: E402
+from a2a.dev.sdk_env import ensure_sdk_python  # noqa: E402
+from a2a.dev.servers import NatsServer, RedisServer, free_port  # noqa: E402
+from a2a.gateway import Authenticator, GatewayConfig, serve_gateway  # noqa: E402
+from tests.gateway import agents  # noqa: E402
+from tests.interop.conftest import ECHO_SERVER, start_sdk_server, stop_sdk_server  # noqa: E402
+
+PLUGIN_DIR = Path(__file__).resolve().parent / "tck"
+CATEGORIES = {
+    "mandatory": ("tests/mandatory/", "mandatory or mandatory_protocol or mandatory_jsonrpc"),
+    "capabilities": ("tests/optional/capabilities/", None),
+}
+Results = dict[str, dict[str, Any]]
+
+
+def ensure_tck_python(tck: Path, venv: Path) -> Path:
+    """The python of a venv holding the requirements of the TCK checkout ``tck``."""
+    python = venv / "bin" / "python"
+    marker = venv / "tck-source.txt"
+    wanted = str(tck.resolve())
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.with_name(venv.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if python.is_file() and marker.is_file() and marker.read_text().strip() == wanted:
+            return python
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        # The package's own dependencies (pytest, pytest-json-report, requests, httpx, ...);
+        # its tests run from the checkout.
+        subprocess.run([str(python), "-m", "pip", "install", "-q", wanted], check=True)
+        marker.write_text(wanted + "\n")  # last: a half-built venv is never reused
+    return python
+
+
+def run_category(python: Path, tck: Path, url: str, category: str, report: Path) -> dict[str, Any]:
+    """One TCK category against ``url``: its summary counts and failing test ids."""
+    path, markers = CATEGORIES[category]
+    argv = [str(python), "-m", "pytest", path, f"--sut-url={url}", "--test-scope=all", "--tb=short", "-q"]
+    argv += ["-m", markers] if markers else []
+    argv += ["--transports", "jsonrpc", "-p", "tck_a2a_version", "-p", "no:cacheprovider"]
+    argv += ["--json-report", f"--json-report-file={report}"]
+    env = {**os.environ, "PYTHONPATH": str(PLUGIN_DIR), "PYTEST_ADDOPTS": ""}
+    subprocess.run(argv, cwd=tck, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    data = json.loads(report.read_text())
+    failing = sorted(t["nodeid"] for t in data["tests"] if t["outcome"] in ("failed", "error"))
+    counts = {k: v for k, v in data["summary"].items() if k not in ("total", "collected", "deselected")}
+    return {"counts": counts, "failing": failing}
+
+
+def run_categories(python: Path, tck: Path, url: str, categories: list[str]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="a2a-tck-") as tmp:
+        return {c: run_category(python, tck, url, c, Path(tmp) / f"{c}.json") for c in categories}
+
+
+async def _gateway_run(settings: Settings, run: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    port = free_port()
+    url = f"http://localhost:{port}"
+    config = GatewayConfig(default_agent="echo", default_timeout=30, public_url=url, push_allow_private=True)
+    async with Runtime(settings) as runtime, anyio.create_task_group() as tg:
+        await runtime.serve(agents.echo)
+        await runtime.wait_for_agents(["echo"])
+        await tg.start(
+            lambda task_status: serve_gateway(
+                runtime, port=port, config=config, auth=Authenticator(), task_status=task_status
+            )
+        )
+        result = await anyio.to_thread.run_sync(run, url)
+        tg.cancel_scope.cancel()
+    return result
+
+
+def run_gateway(python: Path, tck: Path, categories: list[str]) -> dict[str, Any]:
+    """The TCK against a gateway origin over real nats-server and Redis."""
+    with NatsServer() as nats, RedisServer() as redis:
+        settings = Settings(nats_url=nats.url, redis_url=redis.url, namespace="tck")
+        return anyio.run(_gateway_run, settings, lambda url: run_categories(python, tck, url, categories))
+
+
+def run_sdk(python: Path, tck: Path, categories: list[str]) -> dict[str, Any]:
+    """The TCK against a2a-sdk's server with the echo executor and push notifications."""
+    server = start_sdk_server(ensure_sdk_python(), ECHO_SERVER, "--host", "localhost", "--push")
+    try:
+        return run_categories(python, tck, f"http://localhost:{server.port}", categories)
+    finally:
+        stop_sdk_server(server.proc)
+        server.log_path.unlink(missing_ok=True)
+
+
+def report(results: Results) -> str:
+    lines = []
+    for target, by_category in results.items():
+        for category, result in by_category.items():
+            counts = ", ".join(f"{n} {k}" for k, n in sorted(result["counts"].items()))
+            lines.append(f"{target} {category}: {counts}")
+            lines += [f"    FAILED {nodeid}" for nodeid in result["failing"]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tck", type=Path, required=True, help="a checkout of a2aproject/a2a-tck")
+    p.add_argument("--target", choices=["gateway", "sdk", "both"], default="both")
+    p.add_argument("--categories", default="mandatory,capabilities", help="comma-separated")
+    p.add_argument("--venv", type=Path, default=REPO / ".tck-venv", help="the TCK's venv")
+    p.add_argument("--json", type=Path, help="write the results here too")
+    args = p.parse_args(argv)
+    categories = [c for c in args.categories.split(",") if c]
+    if not set(categories) <= set(CATEGORIES) or not categories:
+        p.error(f"--categories takes {', '.join(CATEGORIES)}")
+    if not (args.tck / "tests" / "mandatory").is_dir():
+        p.error(f"{args.tck} is not a checkout of the A2A TCK (no tests/mandatory/)")
+    python = ensure_tck_python(args.tck, args.venv)
+    tck = args.tck.resolve()
+    results: Results = {}
+    if args.target in ("gateway", "both"):
+        results["gateway"] = run_gateway(python, tck, categories)
+    if args.target in ("sdk", "both"):
+        results["a2a-sdk"] = run_sdk(python, tck, categories)
+    print(report(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
