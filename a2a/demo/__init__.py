@@ -1,1 +1,1 @@
-"""The demo: a planner, reader, writer, reviewer, scribe and docs agent doing real file work in a workspace."""
+"""The demo: seed 003's six roles doing real file work in a workspace."""
