@@ -161,6 +161,7 @@ RANKS = {
     "external": 3,
     "stdio": 3,
     "sessions": 3,
+    "loop": 3,  # an agent loop that drives a model through seed 003's JSON actions
     # servers of people and other systems
     "gateway": 4,
     "console": 4,
@@ -211,7 +212,7 @@ def test_every_a2a_sub_package_has_a_rank() -> None:
 
 def test_a2a_sub_packages_are_layered() -> None:
     """delegation, processes, prompt, web <- stores, observability, dev <- core <- adapters,
-    external, stdio, sessions <- gateway, console <- testing, bench, demo <- cli."""
+    external, stdio, sessions, loop <- gateway, console <- testing, bench, demo <- cli."""
     assert ("a2a.core.runtime", "core", "a2a.delegation.policy", "delegation") in _cross_imports()
     upward = [
         f"{name} imports {target}"

@@ -1,1 +1,1 @@
-"""The demo: a planner, reader, writer and reviewer doing real file work in a workspace."""
+"""The demo: seed 003's six roles doing real file work in a workspace."""

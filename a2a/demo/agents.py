@@ -1,11 +1,13 @@
-"""The demo roster (seed 003): planner, reader, writer, reviewer.
+"""The demo roster (seed 003): planner, reader, writer, reviewer, scribe and docs.
 
 Deterministic, no LLM: they read and edit Python files in a workspace directory. The
 planner delegates the edit to whichever instance offers ``code.edit`` (registry routing),
 handing over only the last user messages and the file concerned; the writer asks the
 reader for the file (a direct peer call) and checks each tool against the roster
-(``roster.yaml``) before using it; the reviewer's attempt to call the planner is refused
-by the roster.
+(``roster.yaml``) before using it. The reviewer (:mod:`a2a.demo.review`) runs an agent
+loop: its check fails on the writer's first version, it asks the writer for a fix in the
+writer's own thread, and checks again. Then the docs agent documents the change and the
+scribe (:mod:`a2a.demo.records`) writes the codebase index and the run's summary.
 
 Each agent works in the workspace its own process configuration names (see
 :func:`~a2a.demo.workspace.workspace_root`); callers name files inside it. A ``workspace``
@@ -15,14 +17,11 @@ parameter is still accepted from older callers but must be that same directory.
 from __future__ import annotations
 
 import ast
-import os
-from pathlib import Path
 from typing import Any
 
 import anyio
 
 from a2a import (
-    A2AError,
     Agent,
     AgentCapability,
     Artifact,
@@ -31,61 +30,32 @@ from a2a import (
     DelegationResult,
     by_capability,
 )
-from a2a.errors import InvalidParams, PermissionDenied
+from a2a.errors import InvalidParams
 
-from .workspace import (
-    check_glob,
-    confine,
-    functions_missing_docstrings,
-    inside,
-    suggest_docstring,
-    workspace_root,
-)
+from .checks import MISSING, NONE_UNSAID, amend_docstring, symbols
+from .files import PATH_PARAMS, read_text, root_of, workspace_file, write_text
+from .records import docs, scribe
+from .review import reviewer
+from .workspace import check_glob, functions_missing_docstrings, inside, suggest_docstring
 
-__all__ = ["planner", "reader", "reviewer", "roster", "writer"]
+__all__ = ["docs", "planner", "reader", "reviewer", "roster", "scribe", "writer"]
 
-_PATH_PARAMS = {
+_GLOB_PARAMS = {
     "type": "object",
-    "required": ["path"],
-    "properties": {"workspace": {"type": "string"}, "path": {"type": "string"}},
+    "properties": {"workspace": {"type": "string"}, "glob": {"type": "string"}},
 }
 
 
-def _root(params: dict[str, Any]) -> Path:
-    """This agent's workspace; a caller's ``workspace`` parameter may only name the same one."""
-    root = workspace_root()
-    given = params.get("workspace")
-    if given is not None and (
-        not isinstance(given, str) or "\0" in given or os.path.realpath(given) != str(root)
-    ):
-        raise PermissionDenied("the workspace is set by the agent's configuration, not by callers")
-    return root
-
-
-def _file(params: dict[str, Any]) -> anyio.Path:
-    """The file ``params["path"]`` names inside this agent's workspace."""
-    return anyio.Path(confine(_root(params), params["path"]))
-
-
-def _failed(verb: str, params: dict[str, Any], exc: OSError) -> InvalidParams:
-    # Said without the workspace's absolute path, which the OS error message holds.
-    return InvalidParams(f"cannot {verb} {params['path']!r}: {exc.strerror or type(exc).__name__}")
-
-
-async def _read(params: dict[str, Any]) -> str:
-    file = _file(params)
-    try:
-        return await file.read_text()
-    except OSError as exc:
-        raise _failed("read", params, exc) from None
-
-
-async def _write(params: dict[str, Any], text: str) -> None:
-    file = _file(params)
-    try:
-        await file.write_text(text)
-    except OSError as exc:
-        raise _failed("write", params, exc) from None
+async def _files(params: dict[str, Any]) -> list[anyio.Path]:
+    """The files the ``glob`` parameter matches that really lie inside the workspace."""
+    root = root_of(params)
+    pattern = check_glob(params.get("glob", "*.py"))
+    found = []
+    for path in sorted([p async for p in anyio.Path(root).glob(pattern)]):
+        # A symlink in the workspace may point anywhere: only what really lies inside counts.
+        if inside(root, str(await path.resolve())) and await path.is_file():
+            found.append(path)
+    return found
 
 
 # -- reader ------------------------------------------------------------------------
@@ -100,32 +70,37 @@ reader = Agent(
 )
 
 
-@reader.action(
-    "scan",
-    input_schema={
-        "type": "object",
-        "properties": {"workspace": {"type": "string"}, "glob": {"type": "string"}},
-    },
-)
+@reader.action("scan", input_schema=_GLOB_PARAMS)
 async def scan(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """List source files and the public functions that lack docstrings."""
     ctx.authorize_tool("glob")
-    root = _root(params)
-    pattern = check_glob(params.get("glob", "*.py"))
     files = {}
-    for path in sorted([p async for p in anyio.Path(root).glob(pattern)]):
-        # A symlink in the workspace may point anywhere: only what really lies inside counts.
-        if not inside(root, str(await path.resolve())) or not await path.is_file():
-            continue
+    for path in await _files(params):
         files[path.name] = functions_missing_docstrings(await path.read_text())
     return {"files": files}
 
 
-@reader.action("read", input_schema=_PATH_PARAMS)
+@reader.action("symbols", input_schema=_GLOB_PARAMS)
+async def list_symbols(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """List files with their size, and the top-level symbols of the Python ones."""
+    ctx.authorize_tool("glob")
+    files = {}
+    for path in await _files({"glob": "*", **params}):
+        ctx.authorize_tool("read_file")
+        text = await path.read_text(errors="replace")
+        try:
+            found = symbols(text) if path.suffix == ".py" else []
+        except SyntaxError:
+            found = []
+        files[path.name] = {"lines": text.count("\n"), "symbols": found}
+    return {"files": files}
+
+
+@reader.action("read", input_schema=PATH_PARAMS)
 async def read(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     """Return a file's text."""
     ctx.authorize_tool("read_file")
-    text = await _read(params)
+    text = await read_text(params)
     return {"path": params["path"], "text": text, "lines": text.count("\n")}
 
 
@@ -154,32 +129,10 @@ writer = Agent(
 )
 async def add_docstrings(ctx: Context, params: dict[str, Any]) -> DelegationResult:
     """Insert a docstring into each named function, then check the file still compiles."""
-    _file(params)  # refuse a path outside the workspace before anything else
+    workspace_file(params)  # refuse a path outside the workspace before anything else
     current = await ctx.call("reader", "read", {"path": params["path"]})
-    source: str = current["text"]
-    wanted = set(params["functions"])
-    tree = ast.parse(source)
-    lines = source.splitlines(keepends=True)
-    added = []
-    # Insert bottom-up so earlier line numbers stay valid.
-    for node in sorted(
-        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wanted),
-        key=lambda n: n.lineno,
-        reverse=True,
-    ):
-        if ast.get_docstring(node) is not None:
-            continue
-        first = node.body[0]
-        indent = " " * first.col_offset
-        doc = suggest_docstring(node.name, [a.arg for a in node.args.args])
-        lines.insert(first.lineno - 1, f'{indent}"""{doc}"""\n')
-        added.append(f"{node.name}: {doc}")
-    added.reverse()
-    new_source = "".join(lines)
-    ctx.authorize_tool("compile")
-    compile(new_source, params["path"], "exec")
-    ctx.authorize_tool("write_file")
-    await _write(params, new_source)
+    new_source, added = _insert_docstrings(current["text"], set(params["functions"]))
+    await _compile_and_write(ctx, params, new_source)
     received = ctx.request.delegation.context if ctx.request.delegation else None
     facts = []
     if received is not None:
@@ -193,38 +146,82 @@ async def add_docstrings(ctx: Context, params: dict[str, Any]) -> DelegationResu
     )
 
 
-# -- reviewer ----------------------------------------------------------------------
-
-reviewer = Agent(
-    "reviewer",
-    description="Validates changes for correctness and style.",
-    capabilities=[AgentCapability(id="code.review", category="analysis", proficiency=0.9)],
+@writer.action(
+    "task",
+    input_schema={
+        "type": "object",
+        "required": ["path", "problems"],
+        "properties": {
+            "workspace": {"type": "string"},
+            "path": {"type": "string"},
+            "problems": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "required": ["function", "kind"],
+                    "properties": {"function": {"type": "string"}, "kind": {"type": "string"}},
+                },
+            },
+        },
+    },
 )
+async def fix(ctx: Context, params: dict[str, Any]) -> DelegationResult:
+    """Fix what a review found in a file (seed 003's reviewer → writer loop), then check it compiles."""
+    workspace_file(params)
+    kinds = {p["kind"] for p in params["problems"]} - {MISSING, NONE_UNSAID}
+    if kinds:
+        raise InvalidParams(f"the writer cannot fix {', '.join(sorted(kinds))} problems")
+    current = await ctx.call("reader", "read", {"path": params["path"]})
+    missing = {p["function"] for p in params["problems"] if p["kind"] == MISSING}
+    source, done = _insert_docstrings(current["text"], missing)
+    for name in dict.fromkeys(p["function"] for p in params["problems"] if p["kind"] == NONE_UNSAID):
+        amended = amend_docstring(source, name, "None when nothing matches.")
+        if amended == source:
+            raise InvalidParams(f"{name} has no docstring in {params['path']} to amend")
+        source = amended
+        done.append(f"{name}: docstring now says when it returns None")
+    await _compile_and_write(ctx, params, source)
+    facts = []
+    history = ctx.services.history
+    if ctx.thread_id is not None and history is not None:
+        earlier = await history.messages(ctx.thread_id)
+        facts.append(f"thread {ctx.thread_id[:12]} continued: {len(earlier)} earlier message(s)")
+    return DelegationResult(
+        summary=f"fixed {len(done)} problem(s) in {params['path']}; it compiles",
+        result="\n".join(done),
+        artifacts=[Artifact(type="file", value=params["path"], label="edited file")],
+        new_facts=facts,
+        confidence=90,
+    )
 
 
-@reviewer.action("review", input_schema=_PATH_PARAMS)
-async def review(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """PASS when the file compiles and every public function has a docstring."""
-    ctx.authorize_tool("read_file")
-    source = await _read(params)
-    problems = []
-    try:
-        ctx.authorize_tool("compile")
-        compile(source, params["path"], "exec")
-    except SyntaxError as exc:
-        problems.append(ctx.services.redactor.redact(f"does not compile: {exc}"))
-    else:
-        problems += [
-            f"{f['name']} (line {f['line']}) has no docstring" for f in functions_missing_docstrings(source)
-        ]
-    verdict = "FAIL" if problems else "PASS"
-    escalation = None
-    try:
-        # The roster lets a reviewer invoke only the writer; this call is refused.
-        await ctx.call("planner", "replan", {"reason": f"review {verdict}"})
-    except A2AError as exc:
-        escalation = exc.code
-    return {"path": params["path"], "verdict": verdict, "problems": problems, "escalation": escalation}
+def _insert_docstrings(source: str, wanted: set[str]) -> tuple[str, list[str]]:
+    """``source`` with a one-line docstring, made from the name and arguments, in each function named."""
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    added = []
+    # Insert bottom-up so earlier line numbers stay valid.
+    for node in sorted(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wanted),
+        key=lambda n: n.lineno,
+        reverse=True,
+    ):
+        if ast.get_docstring(node) is not None:
+            continue
+        first = node.body[0]
+        doc = suggest_docstring(node.name, [a.arg for a in node.args.args])
+        lines.insert(first.lineno - 1, f'{" " * first.col_offset}"""{doc}"""\n')
+        added.append(f"{node.name}: {doc}")
+    added.reverse()
+    return "".join(lines), added
+
+
+async def _compile_and_write(ctx: Context, params: dict[str, Any], source: str) -> None:
+    ctx.authorize_tool("compile")
+    compile(source, params["path"], "exec")
+    ctx.authorize_tool("write_file")
+    await write_text(params, source)
 
 
 # -- planner -----------------------------------------------------------------------
@@ -245,8 +242,8 @@ planner = Agent(
     },
 )
 async def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    """Find what is missing, have it written, have it reviewed."""
-    workspace = str(_root(params))
+    """Find what is missing, have it written and reviewed, documented, and the run indexed."""
+    workspace = str(root_of(params))
     found = await ctx.call("reader", "scan", {})
     edits = []
     for path, missing in found["files"].items():
@@ -275,14 +272,39 @@ async def run(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
                 "thread": response.child_session_id,
             }
         )
-    reviews = [await ctx.call("reviewer", "review", {"path": e["path"]}) for e in edits]
+    # The reviewer gets the writer's thread, so that its fix requests continue that revision chain.
+    reviews = [
+        await ctx.call("reviewer", "review", {"path": e["path"], "thread": e["thread"]}) for e in edits
+    ]
     ok = all(r["verdict"] == "PASS" for r in reviews)
-    return {
+    status = "done" if ok else "needs-work"
+    paths = [e["path"] for e in edits]
+    result: dict[str, Any] = {
         "task": ctx.services.redactor.redact(params["task"]),
-        "status": "done" if ok else "needs-work",
+        "status": status,
         "edits": edits,
         "reviews": reviews,
     }
+    changes = [{"path": e["path"], "summary": e["summary"]} for e in edits]
+    if ok and paths:
+        documented = await ctx.delegate(
+            "docs",
+            f"Update the API reference for {', '.join(paths)} to match its docstrings.",
+            objective="API reference",
+            input={"paths": paths},
+        )
+        result["docs"] = documented.summary
+        changes += [{"path": a.value, "summary": documented.summary} for a in documented.artifacts]
+    changed = ", ".join(c["path"] for c in changes) or "nothing"
+    indexed = await ctx.delegate(
+        "scribe",
+        f"Task {status}. Changed {changed}. Update the codebase index.",
+        objective="codebase index",
+        input={"task": result["task"], "status": status, "changes": changes, "reviews": reviews},
+        allow_nested_calls=True,  # the scribe lists the files through the reader
+    )
+    result["index"] = indexed.summary
+    return result
 
 
 @planner.action("replan")
@@ -294,4 +316,4 @@ async def replan(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     return {"accepted": True, "reason": reason}
 
 
-roster = [planner, reader, writer, reviewer]
+roster = [planner, reader, writer, reviewer, scribe, docs]

@@ -28,6 +28,7 @@ from ..dev.servers import NatsServer, RedisServer
 from ..processes import die_with_parent
 from ..stores.audit import AuditRecord, decode_records
 from ..stores.history import Interaction
+from .records import INDEX
 from .timeline import timeline_table
 from .workspace import WORKSPACE_ENV, make_workspace
 
@@ -38,6 +39,8 @@ AGENT_PROCESSES = {
     "reader": "a2a.demo.agents:reader",
     "writer": "a2a.demo.agents:writer",
     "reviewer": "a2a.demo.agents:reviewer",
+    "scribe": "a2a.demo.agents:scribe",
+    "docs": "a2a.demo.agents:docs",
 }
 ROSTER = Path(__file__).with_name("roster.yaml")
 TASK = "Add a docstring to every public function in the workspace"
@@ -78,7 +81,7 @@ def run_demo(
 ) -> int:
     """Run the demo; returns the process exit status.
 
-    With ``external_agents`` the four agents already run elsewhere (containers, pods)
+    With ``external_agents`` the six agents already run elsewhere (containers, pods)
     in namespace ``A2A_NAMESPACE`` (default ``demo``), sharing ``workspace_dir``, which must
     be the workspace their own configuration names (``A2A_DEMO_WORKSPACE``, else ``/workspace``).
     """
@@ -141,11 +144,18 @@ def run_demo(
         console.print()
         console.print(_interactions_table(interactions))
         console.print()
+        console.print(_review_table(result.get("reviews", [])))
+        console.print()
         console.print("[bold]Result[/]")
         console.print_json(json.dumps(result))
         console.print()
         console.print("[bold]workspace/inventory.py after the run[/]")
         console.print(Syntax((workspace / "inventory.py").read_text(), "python", line_numbers=True))
+        index = workspace / INDEX
+        if index.is_file():
+            console.print()
+            console.print(f"[bold]workspace/{INDEX}, written by the scribe[/]")
+            console.print(Syntax(index.read_text(), "markdown"))
     console.print(f"stopped every process and server it started; ran in {time.monotonic() - t0:.2f} s")
     return 0 if result.get("status") == "done" else 1
 
@@ -199,6 +209,25 @@ def _interactions_table(interactions: list[Interaction]) -> Table:
             "yes" if i.success else f"no {i.error_code or ''}",
             f"{i.duration_ms:.1f} ms",
         )
+    return table
+
+
+def _review_table(reviews: list[dict[str, Any]]) -> Table:
+    """Each review as it went: the reviewer's checks and the writer's fixes in between."""
+    table = Table(title="Review loop: reviewer ⇄ writer", title_justify="left")
+    for column in ("file", "step", "outcome"):
+        table.add_column(column)
+    for review in reviews:
+        for step in review.get("rounds", []):
+            if "check" in step:
+                style = "green" if step["check"] == "PASS" else "red"
+                problems = "; ".join(step["problems"])
+                outcome = f"[{style}]{step['check']}[/]" + (f" {problems}" if problems else "")
+                table.add_row(review["path"], "reviewer checks (lint)", outcome)
+            else:
+                table.add_row(review["path"], f"reviewer → {step['fix']}: fix", step["summary"])
+        if not review.get("rounds"):
+            table.add_row(review["path"], "review", f"{review['verdict']} {'; '.join(review['problems'])}")
     return table
 
 

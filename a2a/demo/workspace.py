@@ -57,7 +57,9 @@ def _format_row(item):
 
 NOTES = """# Shop tools
 
-Every public function in this workspace must have a docstring.
+Every public function in this workspace must have a docstring. A function that
+returns a value on some paths and None on others says in its docstring when it
+returns None.
 """
 
 

@@ -87,8 +87,17 @@ def test_demo_on_the_embedded_default_shows_the_hop_timeline_and_cleans_up() -> 
         "planner → writer",
         "writer → reader",
         "planner → reviewer",
+        "reviewer → writer",  # the fix the review asked for
+        "planner → docs",
+        "planner → scribe",
+        "scribe → reader",
     ):
         assert hop in text, hop
+    loop = text[text.index("Review loop") :]
+    fail, fix, passed = (loop.index(word) for word in ("FAIL restock", "reviewer → writer: fix", "PASS"))
+    assert fail < fix < passed
+    assert '"""Restock from items, name and qty; None when nothing matches."""' in text
+    assert "codebase-index.md, written by the scribe" in text and "| inventory.py |" in text
     assert "[by capability code.edit]" in text
     assert '"status": "done"' in text
     assert '"""Total price from items."""' in text

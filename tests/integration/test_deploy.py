@@ -41,8 +41,8 @@ DEPLOY = ROOT / "deploy"
 CONF = DEPLOY / "nats" / "cluster.conf"
 KNOWN_ENV = set(ENVIRONMENT) | set(OTEL_ENVIRONMENT) | {"A2A_LOG_LEVEL", "PYTHONUNBUFFERED"}
 CLIENTS = ["client", "gateway", "session", "console"]
-USERS = ["planner", "reader", "writer", "reviewer", "scribe", *CLIENTS, "auditor", "admin"]
-REDIS_USERS = ["planner", "reader", "writer", "reviewer", "scribe", *CLIENTS, "admin"]
+USERS = ["planner", "reader", "writer", "reviewer", "scribe", "docs", *CLIENTS, "auditor", "admin"]
+REDIS_USERS = ["planner", "reader", "writer", "reviewer", "scribe", "docs", *CLIENTS, "admin"]
 REDIS_PASSWORDS = {redis_password_variable(u) for u in REDIS_USERS}
 """Kubernetes containers hold their Redis password in one of these to build REDIS_URL from."""
 REDIS_AND_JAEGER = ("redis", "redis-functions", "jaeger")
@@ -312,7 +312,7 @@ async def test_the_demo_runs_with_agents_spread_over_the_cluster_and_permissions
 
     with redis:
         await load_functions(redis_url("admin"))  # as the deployment's redis-init does
-        placement = {"planner": 0, "reader": 1, "writer": 2, "reviewer": 1}
+        placement = {"planner": 0, "reader": 1, "writer": 2, "reviewer": 1, "scribe": 0, "docs": 2}
         workspace = make_workspace(tmp_path / "workspace")
         procs = []
         for name, node in placement.items():
@@ -339,6 +339,10 @@ async def test_the_demo_runs_with_agents_spread_over_the_cluster_and_permissions
                 ("planner", "reader", "ok"),
                 ("planner", "writer", "ok"),
                 ("writer", "reader", "ok"),
+                ("reviewer", "writer", "ok"),  # the fix the first review asked for
+                ("planner", "docs", "ok"),
+                ("planner", "scribe", "ok"),
+                ("scribe", "reader", "ok"),
             } <= hops
             # The reviewer's NATS user may not publish to the planner, whatever its runtime's policy says.
             rogue = user_settings(cluster, 0, "reviewer", redis_url("reviewer"))

@@ -1,6 +1,6 @@
 """The demo agents stay inside the workspace their own configuration names.
 
-The four demo agents run in a real runtime (nats-server, Redis, the demo roster) with
+The six demo agents run in a real runtime (nats-server, Redis, the demo roster) with
 ``A2A_DEMO_WORKSPACE`` set as ``a2a demo`` sets it. Callers try to read and write outside it:
 by naming another workspace (``/etc``), an absolute path, ``..``, a symlink that points out,
 a NUL byte. Each is refused with PERMISSION_DENIED; the honest task still edits the file.
@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from a2a import Runtime, Settings
-from a2a.demo.agents import planner, reader, reviewer, writer
+from a2a.demo.agents import roster
 from a2a.demo.run import ROSTER
 from a2a.demo.workspace import WORKSPACE_ENV, make_workspace
 from a2a.errors import PermissionDenied
@@ -43,7 +43,7 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 async def rt(settings: Settings, workspace: Path) -> AsyncIterator[Runtime]:
     async with Runtime(msgspec.structs.replace(settings, roster=str(ROSTER))) as runtime:
-        await runtime.serve(planner, reader, writer, reviewer)
+        await runtime.serve(*roster)
         yield runtime
 
 
@@ -61,6 +61,9 @@ async def rt(settings: Settings, workspace: Path) -> AsyncIterator[Runtime]:
         ("scan", {"workspace": "/etc", "glob": "*"}),
         ("scan", {"glob": "../outside/*.py"}),
         ("scan", {"glob": "/etc/*"}),
+        ("symbols", {"workspace": "/etc", "glob": "*"}),
+        ("symbols", {"glob": "../outside/*"}),
+        ("symbols", {"glob": "/etc/*"}),
     ],
 )
 async def test_the_reader_refuses_paths_outside_its_workspace(
@@ -82,6 +85,15 @@ async def test_the_writer_and_the_reviewer_refuse_paths_outside_their_workspace(
         with pytest.raises(PermissionDenied):
             await rt.call("writer", "add_docstrings", params)
     assert target.read_text() == SECRET_SOURCE
+    fix = {"problems": [{"function": "stolen", "kind": "missing-docstring"}]}
+    for path in ("../outside/secret.py", "leak.py"):
+        with pytest.raises(PermissionDenied):
+            await rt.call("writer", "task", {"path": path, **fix})
+        with pytest.raises(PermissionDenied):
+            await rt.call("docs", "task", {"paths": [path]})
+        with pytest.raises(PermissionDenied):
+            await rt.call("reviewer", "review", {"path": path})
+    assert target.read_text() == SECRET_SOURCE
     with pytest.raises(PermissionDenied):
         await rt.call("reviewer", "review", {"workspace": "/etc", "path": "passwd"})
     with pytest.raises(PermissionDenied):
@@ -91,6 +103,8 @@ async def test_the_writer_and_the_reviewer_refuse_paths_outside_their_workspace(
 async def test_a_scan_skips_symlinks_that_lead_outside(rt: Runtime) -> None:
     found = await rt.call("reader", "scan", {})
     assert set(found["files"]) == {"inventory.py"}
+    listed = await rt.call("reader", "symbols", {"glob": "*"})
+    assert set(listed["files"]) == {"inventory.py", "NOTES.md"}
 
 
 async def test_the_honest_task_still_works(rt: Runtime, workspace: Path) -> None:
@@ -101,3 +115,9 @@ async def test_the_honest_task_still_works(rt: Runtime, workspace: Path) -> None
     result = await rt.call("planner", "run", {"task": "Add a docstring to every public function"})
     assert result["status"] == "done", result
     assert '"""Total price from items."""' in (workspace / "inventory.py").read_text()
+    assert [r["check"] for r in result["reviews"][0]["rounds"] if "check" in r] == ["FAIL", "PASS"]
+    index = (workspace / "codebase-index.md").read_text()
+    assert "| inventory.py |" in index and "leak.py" not in index and "secret" not in index
+    assert "Status: done" in (workspace / "last-run.md").read_text()
+    assert "### `restock(items, name, qty)`" in (workspace / "API.md").read_text()
+    assert sorted(p.name for p in (workspace.parent / "outside").iterdir()) == ["secret.py"]
