@@ -23,7 +23,9 @@ def redelivered(report: dict[str, Any]) -> int:
 
 
 def test_instances_killed_every_few_seconds_lose_no_task_and_run_no_effect_twice() -> None:
-    report = run_chaos(ChaosConfig(scenario="instances", tasks=100, seconds=12, drain=30))
+    # A kill every 0.8 to 2 s over 8 s: at least three kills, as with 1 to 3 s over 12 s.
+    config = ChaosConfig(scenario="instances", tasks=100, seconds=8, kill_every=(0.8, 2.0), drain=30)
+    report = run_chaos(config)
     assert report["broken"] == [], report
     assert report["accepted"] == 100 and report["stuck"] == 0
     assert sum(report["outcomes"].values()) == 100
@@ -35,7 +37,7 @@ def test_instances_killed_every_few_seconds_lose_no_task_and_run_no_effect_twice
 
 
 def test_nats_server_killed_and_restarted_on_its_store_loses_no_accepted_task() -> None:
-    report = run_chaos(ChaosConfig(scenario="server", tasks=60, seconds=10, drain=30))
+    report = run_chaos(ChaosConfig(scenario="server", tasks=60, seconds=7, drain=30))
     assert report["broken"] == [], report
     assert report["kills"]["server"]["down_s"] >= 2
     assert report["accepted"] == 60 and report["stuck"] == 0 and report["outcome_gone"] == 0
