@@ -27,6 +27,7 @@ from .core.context import Context as Context
 from .core.options import CallOptions as CallOptions
 from .core.peer import Peer as Peer
 from .core.peer import peer_agent as peer_agent
+from .core.retry import Retry as Retry
 from .core.route import Route as Route
 from .core.route import Target as Target
 from .core.route import by_capability as by_capability
@@ -68,6 +69,7 @@ __all__ = [
     "Policy",
     "Redactor",
     "Registry",
+    "Retry",
     "Roster",
     "Route",
     "Rule",

@@ -43,6 +43,7 @@ from .grants import GrantIssuer
 from .objectives import Objectives
 from .options import DEFAULT, CallOptions
 from .redaction import ParamRedaction
+from .retry import retried
 from .route import Route, Target, as_route, resolve
 from .services import Services
 from .settings import Settings
@@ -105,6 +106,20 @@ class CallPath:
         parent: Parent | None = None,
         fan_out: int | None = None,
     ) -> ResponseEnvelope:
+        """Send one request and return its response (again, as ``options.retry`` says)."""
+        if options.retry is None:
+            return await self._request(target, action, params, options, parent=parent, fan_out=fan_out)
+        limit = self.settings.default_timeout if options.timeout is None else options.timeout
+
+        async def attempt(given: CallOptions) -> ResponseEnvelope:
+            return await self._request(target, action, params, given, parent=parent, fan_out=fan_out)
+
+        return await retried(options.retry, options, limit, self.services.clock, attempt)
+
+    async def _request(
+        self, target: Target, action: str, params: dict[str, Any] | None, options: CallOptions, *,
+        parent: Parent | None, fan_out: int | None,
+    ) -> ResponseEnvelope:  # fmt: skip
         """Send one request and return its response.
 
         ``fan_out`` is how many children the parent has in flight, this one included.

@@ -25,6 +25,7 @@ from .budget import Budget
 from .delegating import Delegator
 from .instance import ChildOptions, Instance
 from .options import DEFAULT, CallOptions, narrowed
+from .retry import Retry
 from .route import Target
 from .services import Services
 from .slots import Lease
@@ -222,6 +223,7 @@ class Context:
         allow_nested_calls: bool = True,
         on_progress: Callable[[Any], None] | None = None,
         redact_params: bool | None = None,
+        retry: Retry | None = None,
     ) -> Any:
         """Call another agent and return its result.
 
@@ -233,6 +235,8 @@ class Context:
         updates. While the call is out, this handler's concurrency slot is lent to
         other requests. ``params`` leave redacted of secrets and personal data unless
         ``redact_params=False`` (default: this agent's ``redact_params``, else the runtime's).
+        ``retry`` (:class:`a2a.Retry`) sends the call again, with back-off and within its
+        deadline, after an error that is safe to retry (OVERLOADED, NO_RESPONDERS, UNAVAILABLE).
 
         Raises:
             A2AError: the typed error the call ended with.
@@ -244,6 +248,7 @@ class Context:
             grants=self.grants_for(allowed_tools, allow_nested_calls),
             on_progress=on_progress,
             redact_params=redact_params,
+            retry=retry,
         )
         response = await self.invoke(target, action, params, options)
         return response.payload.result

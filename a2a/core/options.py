@@ -10,6 +10,8 @@ import msgspec
 from bus.handoff import Delegation, Grants
 from bus.wire import Orchestration, Priority
 
+from .retry import Retry
+
 __all__ = ["DEFAULT", "CallOptions", "merged", "narrowed"]
 
 
@@ -43,6 +45,8 @@ class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
     """Control metadata of an operator-driven session's message (seed 001)."""
     redact_params: bool | None = None
     """Redact the parameters before they leave (None: the calling agent's choice, else the runtime's)."""
+    retry: Retry | None = None
+    """Send the call again after an error that is safe to retry (:class:`a2a.core.retry.Retry`)."""
 
 
 DEFAULT = CallOptions()

@@ -308,9 +308,9 @@ class Runtime:
         ``timeout`` is the call's deadline in seconds (default ``settings.default_timeout``);
         ``user_id`` is carried down the whole call chain; ``budget`` caps the tokens the
         call and everything it delegates may use; ``on_progress`` is called with each
-        progress update the callee sends (:meth:`a2a.Context.progress`); ``params`` leave
-        redacted of secrets and personal data unless ``redact_params=False`` (default:
-        ``settings.redact_params``).
+        progress update the callee sends (:meth:`a2a.Context.progress`); ``params`` are the
+        user's own and leave as given unless ``redact_params=True``. :meth:`request` takes
+        every option at once (``CallOptions``, its ``retry`` too).
 
         Raises:
             A2AError: the typed error the call ended with.

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from bus.errors import InvalidParams
 
 from .context import Context
@@ -28,20 +30,36 @@ refuses a call that has neither."""
 def input_text(ctx: Context, params: Mapping[str, Any], key: str = "input") -> str:
     """The text to work on.
 
-    A delegated task (seed 002) gives its task, objective and the filtered context it
-    carries; a plain call gives ``params[key]``, which must be a non-empty string.
+    A delegated task (seed 002) gives, in this order: the caller's name and the task, its
+    objective, its input, the facts handed on about the user, and the filtered context it
+    carries (the summary, the messages, the workspace); a plain call gives ``params[key]``,
+    which must be a non-empty string.
     """
     d = ctx.request.delegation
     if d is not None and d.task:
-        parts = [d.task]
+        parts = [f"From {ctx.request.source_agent_id}: {d.task}"]
         if d.objective and d.objective != d.task:
             parts.append(f"Objective: {d.objective}")
+        if d.input is not None:
+            parts.append(f"Input: {d.input if isinstance(d.input, str) else _json(d.input)}")
+        facts = d.handoff.facts if d.handoff is not None else None
+        if facts:
+            parts.append("Known about the user:\n" + "\n".join(f"- {f}" for f in facts))
         if d.context is not None:
             if d.context.summary:
                 parts.append(f"Earlier: {d.context.summary}")
             parts.extend(f"{m.role}: {m.content}" for m in d.context.messages)
+            if d.context.workspace:
+                parts.append(f"Workspace:\n{d.context.workspace}")
         return "\n\n".join(parts)
     value = params.get(key)
     if not isinstance(value, str) or not value:
         raise InvalidParams(f"{key!r} must be a non-empty string")
     return value
+
+
+def _json(value: Any) -> str:
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError):
+        return str(value)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 import pytest
 
-from a2a import Agent, AgentProfile, Context
+from a2a import Agent, AgentProfile, Context, ContextFilter
 from a2a.adapters import agent_tool, call_tool, current_context, delegate_tool, tools_from_profile
 from a2a.adapters.bridge import framework_error, input_text, run_on_loop, running, text_of
 from a2a.errors import AgentError, CycleDetected, InvalidParams
@@ -129,7 +130,10 @@ def test_text_for_a_model() -> None:
     assert text_of({"when": {1, 2}}) == '{"when": "{1, 2}"}'  # what JSON lacks: its str()
 
 
-async def test_input_text_takes_the_text_parameter_or_a_delegated_task() -> None:
+async def test_input_text_takes_the_text_parameter_or_a_delegated_task(tmp_path: Path) -> None:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "parser.py").write_text("def parse(text):\n    return text.split()\n")
     seen: list[str] = []
     agent = Agent("reads")
 
@@ -142,7 +146,15 @@ async def test_input_text_takes_the_text_parameter_or_a_delegated_task() -> None
 
     @caller.action("go")
     async def go(ctx: Context, params: dict[str, Any]) -> Any:
-        return await ctx.delegate("reads", "fix the parser", objective="green tests", action="run")
+        return await ctx.delegate(
+            "reads",
+            "fix the parser",
+            objective="green tests",
+            action="run",
+            input={"file": "parser.py"},
+            context=ContextFilter(last_messages=0, include_workspace=True, workspace_files=["parser.py"]),
+            workspace=str(folder),
+        )
 
     async with TestBroker() as broker, broker.runtime(agent, caller) as rt:
         await rt.call("reads", "run", {"text": "hello"})
@@ -150,4 +162,7 @@ async def test_input_text_takes_the_text_parameter_or_a_delegated_task() -> None
             await rt.call("reads", "run", {"text": ""})
         await rt.call("asks", "go")
     assert seen[0] == "hello"
-    assert seen[1].startswith("fix the parser") and "Objective: green tests" in seen[1]
+    task = seen[1]
+    assert task.startswith("From asks: fix the parser") and "Objective: green tests" in task
+    assert 'Input: {"file":"parser.py"}' in task
+    assert "Workspace:" in task and "- parser.py" in task  # the workspace text, as a model would see it
