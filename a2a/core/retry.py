@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import anyio
 import msgspec
 
 from bus.errors import A2AError
 
-if TYPE_CHECKING:
-    from .options import CallOptions
-
 __all__ = ["SAFE_TO_RETRY", "Retry", "retried"]
 
 T = TypeVar("T")
+OptionsT = TypeVar("OptionsT", bound=msgspec.Struct)  # a call's options (:class:`a2a.CallOptions`)
 
 SAFE_TO_RETRY = ("OVERLOADED", "NO_RESPONDERS", "UNAVAILABLE")
 """Codes of errors whose request was not handled: sending it again does nothing twice."""
@@ -54,10 +52,10 @@ class Retry(msgspec.Struct, frozen=True, kw_only=True):
 
 async def retried(
     retry: Retry,
-    options: CallOptions,
+    options: OptionsT,
     limit: float,
     clock: Callable[[], float],
-    attempt: Callable[[CallOptions], Awaitable[T]],
+    attempt: Callable[[OptionsT], Awaitable[T]],
 ) -> T:
     """``attempt(options)``, again after each error ``retry`` names, until it succeeds, the
     attempts are spent or the deadline (``limit`` seconds from now) leaves no time for one

@@ -30,14 +30,14 @@ refuses a call that has neither."""
 def input_text(ctx: Context, params: Mapping[str, Any], key: str = "input") -> str:
     """The text to work on.
 
-    A delegated task (seed 002) gives, in this order: the caller's name and the task, its
-    objective, its input, the facts handed on about the user, and the filtered context it
-    carries (the summary, the messages, the workspace); a plain call gives ``params[key]``,
-    which must be a non-empty string.
+    A delegated task (seed 002) gives, in this order: the task, its objective, its input,
+    the facts handed on about the user, and the filtered context it carries (the summary,
+    the messages, the workspace); a plain call gives ``params[key]``, which must be a
+    non-empty string. (The caller is ``ctx.request.source_agent_id``.)
     """
     d = ctx.request.delegation
     if d is not None and d.task:
-        parts = [f"From {ctx.request.source_agent_id}: {d.task}"]
+        parts = [d.task]
         if d.objective and d.objective != d.task:
             parts.append(f"Objective: {d.objective}")
         if d.input is not None:

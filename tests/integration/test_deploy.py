@@ -30,7 +30,7 @@ from a2a.core.settings import ENVIRONMENT
 from a2a.delegation.roster import Roster
 from a2a.demo.run import AGENT_PROCESSES, ROSTER, _drive
 from a2a.demo.workspace import make_workspace
-from a2a.dev.servers import RedisServer, ServerProcess, free_port, nats_server_binary
+from a2a.dev.servers import RedisServer, ServerError, ServerProcess, free_port, nats_server_binary
 from a2a.errors import PermissionDenied
 from a2a.observability.telemetry import ENVIRONMENT as OTEL_ENVIRONMENT
 from bus.errors import Unavailable
@@ -261,8 +261,7 @@ class ClusterNode(ServerProcess):
         return [nats_server_binary(), "-c", str(CONF)]
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[list[ClusterNode]]:
+def _cluster_nodes() -> list[ClusterNode]:
     passwords = {password_variable(u): f"{u}-test-pw" for u in USERS}
     nodes = [ClusterNode() for _ in range(3)]
     cluster_ports = [free_port() for _ in nodes]
@@ -276,9 +275,26 @@ def cluster() -> Iterator[list[ClusterNode]]:
             "NATS_CLUSTER_PORT": str(cluster_ports[i]),
             **{f"NATS_ROUTE_{k + 1}": f"nats://127.0.0.1:{p}" for k, p in enumerate(cluster_ports)},
         }
+    return nodes
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[list[ClusterNode]]:
+    for attempt in range(3):
+        nodes = _cluster_nodes()
+        try:
+            for node in nodes:
+                node.start()
+        except ServerError as exc:
+            for node in nodes:
+                node.cleanup()
+            # A port found free was taken before the node bound it (another test process
+            # picks free ports too): the cluster starts again on new ones.
+            if "address already in use" not in str(exc) or attempt == 2:
+                raise
+            continue
+        break
     try:
-        for node in nodes:
-            node.start()
         yield nodes
     finally:
         for node in nodes:

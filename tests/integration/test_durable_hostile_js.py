@@ -59,7 +59,9 @@ def jetstream(rt: Runtime) -> JetStreamDurable:
 
 
 def settings(url: str, namespace: str) -> Settings:
-    return Settings(nats_url=url, redis_url=None, namespace=namespace, tasks=True, task_ack_wait=1.5)
+    return Settings(
+        nats_url=url, redis_url=None, namespace=namespace, tasks=True, task_ack_wait=1.5, open=True
+    )
 
 
 async def wait_for(condition: Any, timeout: float) -> None:

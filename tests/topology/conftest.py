@@ -70,6 +70,7 @@ def side_settings(nats_url: str, redis_url: str, namespace: str) -> Settings:
         namespace=namespace,
         heartbeat_interval=0.25,
         default_timeout=5.0,
+        open=True,
     )
 
 

@@ -163,6 +163,6 @@ async def test_input_text_takes_the_text_parameter_or_a_delegated_task(tmp_path:
         await rt.call("asks", "go")
     assert seen[0] == "hello"
     task = seen[1]
-    assert task.startswith("From asks: fix the parser") and "Objective: green tests" in task
+    assert task.startswith("fix the parser") and "Objective: green tests" in task
     assert 'Input: {"file":"parser.py"}' in task
     assert "Workspace:" in task and "- parser.py" in task  # the workspace text, as a model would see it
