@@ -12,6 +12,7 @@ two connections of this process.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 import uuid
@@ -55,8 +56,23 @@ class DurableConfig(msgspec.Struct, kw_only=True):
 Submit = Callable[[], Awaitable[None]]
 
 
-async def _windows(cfg: DurableConfig, modes: dict[str, Submit]) -> list[dict[str, Any]]:
-    """Alternate the modes' windows: throughput with ``concurrency`` in flight, then sequential p50."""
+def _server_cpu(pid: int | None) -> float:
+    """Seconds of CPU the process ``pid`` has used (0 when unknown: a server not started here)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+async def _windows(
+    cfg: DurableConfig, modes: dict[str, Submit], server_pid: int | None = None
+) -> list[dict[str, Any]]:
+    """Alternate the modes' windows: throughput with ``concurrency`` in flight (and the CPU
+    each task cost this process and the server), then sequential p50."""
     windows: list[dict[str, Any]] = []
     for submit in modes.values():  # a warm-up: connections, consumers and subscriptions made
         for _ in range(cfg.sequential):
@@ -66,6 +82,7 @@ async def _windows(cfg: DurableConfig, modes: dict[str, Submit]) -> list[dict[st
             cal = calibrate()
             left = cfg.tasks
             start = time.perf_counter()
+            cpu, server_cpu = time.process_time(), _server_cpu(server_pid)
 
             async def flow(submit: Submit = submit) -> None:
                 nonlocal left
@@ -77,13 +94,19 @@ async def _windows(cfg: DurableConfig, modes: dict[str, Submit]) -> list[dict[st
                 for _ in range(cfg.concurrency):
                     tg.start_soon(flow)
             rate = cfg.tasks / (time.perf_counter() - start)
+            cpu_us = {
+                "process": (time.process_time() - cpu) / cfg.tasks * 1e6,
+                "server": (_server_cpu(server_pid) - server_cpu) / cfg.tasks * 1e6,
+            }
             latencies = []
             for _ in range(cfg.sequential):
                 t = time.perf_counter()
                 await submit()
                 latencies.append((time.perf_counter() - t) * 1000)
             p50 = statistics.median(latencies)
-            windows.append({"mode": mode, "throughput": rate, "p50_ms": p50, "calibration_ms": cal})
+            windows.append(
+                {"mode": mode, "throughput": rate, "p50_ms": p50, "calibration_ms": cal, "cpu_us": cpu_us}
+            )
     typical = statistics.median(w["calibration_ms"] for w in windows)
     for w in windows:
         w["disturbed"] = w["calibration_ms"] > typical * DISTURBED
@@ -150,7 +173,7 @@ class _Raw:
         await self.worker.close()
 
 
-async def _bench(url: str, cfg: DurableConfig) -> dict[str, Any]:
+async def _bench(url: str, cfg: DurableConfig, server_pid: int | None = None) -> dict[str, Any]:
     settings = Settings(nats_url=url, redis_url=None, namespace="bench", tasks=True, audit=True)
     async with _Raw(url) as raw, Runtime(settings) as host, Runtime(settings) as client:
         await host.serve(echo)
@@ -164,7 +187,8 @@ async def _bench(url: str, cfg: DurableConfig) -> dict[str, Any]:
             async def call() -> None:
                 await client.call("bench-echo", "echo", PAYLOAD, timeout=60)
 
-            windows = await _windows(cfg, {"raw": raw.submit, "durable": task, "call": call})
+            modes: dict[str, Submit] = {"raw": raw.submit, "durable": task, "call": call}
+            windows = await _windows(cfg, modes, server_pid)
             tg.cancel_scope.cancel()
     return _summary(windows)
 
@@ -186,9 +210,17 @@ def _summary(windows: list[dict[str, Any]]) -> dict[str, Any]:
         d["throughput"] * d["calibration_ms"] / (r["throughput"] * r["calibration_ms"])
         for r, d in zip(raw, durable, strict=True)
     ]
+    cpu = {
+        m: {
+            part: round(statistics.median(w["cpu_us"][part] for w in kept if w["mode"] == m), 1)
+            for part in ("process", "server")
+        }
+        for m in ("raw", "durable")
+    }
     return {
         "throughput": throughput,
         "p50_ms": p50,
+        "cpu_us_per_task": cpu,
         "ratio": round(statistics.median(rounds), 3),
         "ratio_range": [round(min(rounds), 3), round(max(rounds), 3)],
         "added_p50_ms_over_call": round(p50["durable"] - p50["call"], 3),
@@ -202,12 +234,14 @@ def run_durable_bench(nats_url: str | None = None, config: DurableConfig | None 
     if nats_url:
         return anyio.run(_bench, nats_url, cfg)
     with NatsServer() as server:
-        return anyio.run(_bench, server.url, cfg)
+        return anyio.run(_bench, server.url, cfg, server.pid)
 
 
 def render(report: dict[str, Any]) -> str:
     t, p = report["throughput"], report["p50_ms"]
     low, high = report["ratio_range"]
+    c = report["cpu_us_per_task"]
+    raw_cpu, durable_cpu = ((c[m]["process"], c[m]["server"]) for m in ("raw", "durable"))
     return "\n".join(
         [
             "durable tasks: submit -> result, 64 in flight and sequential, one nats-server (file store)",
@@ -217,5 +251,8 @@ def render(report: dict[str, Any]) -> str:
             f"  ratio {report['ratio']:.3f} of raw (median of {len(report['windows']) // 3} rounds,"
             f" each calibrated; range {low:.3f}-{high:.3f})",
             f"  a task adds {report['added_p50_ms_over_call']:.3f} ms (p50) over a call",
+            f"  CPU per task: raw {raw_cpu[0]:.0f} µs here + {raw_cpu[1]:.0f} µs nats-server;"
+            f" durable {durable_cpu[0]:.0f} + {durable_cpu[1]:.0f} µs"
+            f" (raw/durable {sum(raw_cpu) / max(1e-9, sum(durable_cpu)):.3f})",
         ]
     )
