@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from discovery import AgentProfile, Registry
@@ -99,16 +100,31 @@ def cmd_history(args: argparse.Namespace) -> int:
                 await store.owner(args.conversation),
                 await store.interactions(args.conversation),
                 await store.messages(args.conversation),
+                await store.summary(args.conversation),
             )
         finally:
             await registry.aclose()
 
-    owner, interactions, messages = run_interruptibly(fetch)
+    owner, interactions, messages, summary = run_interruptibly(fetch)
     if owner is None and not interactions and not messages:
         raise CommandError(
             f"no history for conversation {args.conversation!r} in namespace {settings.namespace!r}"
         )
     console.print(f"conversation {args.conversation}  user {owner or '-'}  {len(messages)} message(s)")
+    if summary:
+        console.print(f"summary: {summary}", markup=False)
+    shown = messages[-args.messages :] if args.messages else []
+    if shown:
+        said = Table(title=f"Messages (the last {len(shown)})", title_justify="left")
+        for column in ("time", "role", "from", "text"):
+            said.add_column(column)
+        for m in shown:
+            at = time.strftime("%H:%M:%S", time.localtime(m.created_at)) if m.created_at else ""
+            text = m.content if len(m.content) <= 200 else m.content[:199] + "…"
+            said.add_row(at, m.role, m.name or "", escape(text))
+        console.print(said)
+    if not interactions:
+        return 0
     table = Table(title="Sub-agent interactions", title_justify="left")
     for column in (
         "time",

@@ -185,9 +185,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser(
-        "history", parents=common, help="a conversation's sub-agent interactions, from the history store"
+        "history",
+        parents=common,
+        help="a conversation's summary, messages and sub-agent interactions, from the history store",
     )
     p.add_argument("conversation", help="conversation (or thread) id")
+    p.add_argument(
+        "--messages", type=integer(0, 1000), default=20, help="the last N messages to show (default 20)"
+    )
     _connection_options(p)
     p.set_defaults(func=cmd_history)
 

@@ -258,6 +258,15 @@ async def test_history_command_shows_the_interactions(rt: Runtime, cluster: Sett
     assert out.returncode == 0, out.stderr
     stdout = out.stdout.decode()
     assert "user dave" in stdout and "hop_a → hop_b" in stdout and "summarize the bug" in stdout
+    assert "Messages (the last 5)" in stdout and "message 2:" in stdout  # 3 seeded, the call and its answer
+    assert "summary:" in stdout  # kept up to date by the capture
+    shorter = await anyio.run_process(
+        [sys.executable, "-m", "a2a", "history", conversation, "--messages", "1"],
+        env={**agent_env(cluster), "COLUMNS": "200"},
+        cwd=ROOT,
+        check=False,
+    )
+    assert "Messages (the last 1)" in shorter.stdout.decode()
 
 
 async def test_a_conversation_summary_travels_redacted_when_the_filter_asks_for_it(rt: Runtime) -> None:
