@@ -115,6 +115,10 @@ def settings_from(args: argparse.Namespace, **extra: Any) -> Settings:
 
 def _import(module_name: str) -> object:
     """The module, or a CommandError saying why it cannot be imported."""
+    if (
+        os.getcwd() not in sys.path and "" not in sys.path
+    ):  # as `python -m` and uvicorn: the folder it runs in
+        sys.path.insert(0, os.getcwd())
     try:
         return importlib.import_module(module_name)
     except ImportError as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -154,6 +156,7 @@ class Agent:
 
         def decorate(handler: H) -> H:
             action = name or handler.__name__
+            _require_async(handler, f"{self.name}'s action {action!r}")
             if action in self.actions:
                 raise ValueError(f"{self.name} already has an action {action!r}")
             self.actions[action] = Action.build(
@@ -174,6 +177,7 @@ class Agent:
         is known); ``ctx.action`` names the action asked for. Agents that forward to
         something outside this process (a remote A2A agent, a local program) use it.
         """
+        _require_async(handler, f"{self.name}'s handler of undeclared actions")
         self.fallback = handler
         return handler
 
@@ -184,6 +188,7 @@ class Agent:
         """
 
         def decorate(handler: N) -> N:
+            _require_async(handler, f"{self.name}'s handler of {topic!r}")
             self.topics[topic] = handler
             return handler
 
@@ -229,3 +234,17 @@ def _capability(capability: AgentCapability | str) -> AgentCapability:
             f"capability {capability.id!r}: proficiency {capability.proficiency!r} is not in 0..1"
         )
     return capability
+
+
+def _require_async(handler: Callable[..., Any], what: str) -> None:
+    """Refuse a plain ``def`` handler when it is registered (its call could not be awaited).
+
+    Raises:
+        TypeError: ``handler`` is not a coroutine function (nor a partial of one, nor an
+            object whose ``__call__`` is one).
+    """
+    target = handler.func if isinstance(handler, functools.partial) else handler
+    call = type(target).__call__ if not inspect.isroutine(target) else None
+    if inspect.iscoroutinefunction(target) or (call is not None and inspect.iscoroutinefunction(call)):
+        return
+    raise TypeError(f"{what} must be an async function (async def), not {type(target).__name__} {target!r}")

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import psutil
 import pytest
@@ -103,3 +104,22 @@ def test_demo_on_the_embedded_default_shows_the_hop_timeline_and_cleans_up() -> 
     assert '"""Total price from items."""' in text
     assert "stopped every process and server it started" in text
     assert _children_left(before) == []
+
+
+def test_the_console_script_imports_agents_from_the_folder_it_runs_in(tmp_path: Path) -> None:
+    """`a2a ... --agents mymod:agent` run from mymod.py's own folder imports it (as
+    `python -m` and uvicorn do), without PYTHONPATH; from elsewhere it says why not."""
+    folder = tmp_path
+    (folder / "mymod.py").write_text(
+        "from a2a import Agent\nagent = Agent('echo')\n\n"
+        "@agent.action('echo')\nasync def echo(ctx, params):\n    return params\n"
+    )
+    (folder / "roster.yaml").write_text("agents:\n  echo:\n    mode: read\n")
+    script = Path(sys.executable).parent / "a2a"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    argv = [str(script), "nats-config", "--roster", str(folder / "roster.yaml"), "--agents", "mymod:agent"]
+    here = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True, timeout=60)
+    assert here.returncode == 0, here.stderr
+    assert "echo" in here.stdout
+    elsewhere = subprocess.run(argv, cwd=folder.parent, env=env, capture_output=True, text=True, timeout=60)
+    assert elsewhere.returncode == 2 and "cannot import 'mymod'" in elsewhere.stderr
