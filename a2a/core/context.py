@@ -228,13 +228,12 @@ class Context:
         """Call another agent and return its result.
 
         ``target`` is an agent name, :func:`a2a.by_instance` or :func:`a2a.by_capability`.
-        ``budget`` reserves tokens for the call (default: all that is left, shared with
-        calls made in parallel); ``allowed_tools`` narrows the callee's tools; ``allow_nested_calls=False``
-        forbids it to delegate further; ``on_progress`` gets the callee's progress
-        updates. While the call is out, this handler's concurrency slot is lent to
-        other requests. ``params`` leave redacted of secrets and personal data unless
-        ``redact_params=False`` (default: this agent's ``redact_params``, else the runtime's).
-        ``retry`` (:class:`a2a.Retry`) sends the call again after an error safe to retry.
+        ``budget`` reserves tokens for the call (default: all that is left, shared with calls
+        made in parallel); ``allowed_tools`` narrows the callee's tools; ``allow_nested_calls=False``
+        forbids it to delegate further; ``on_progress`` gets the callee's progress updates.
+        While the call is out, this handler's concurrency slot is lent to other requests.
+        ``params`` leave redacted unless ``redact_params=False`` (default: this agent's, else
+        the runtime's). ``retry`` (:class:`a2a.Retry`) sends it again after a safe error.
 
         Raises:
             A2AError: the typed error the call ended with.
