@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 from collections.abc import Sequence
@@ -10,6 +11,7 @@ from typing import Any
 import msgspec
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
+from redis.maint_notifications import MaintNotificationsConfig
 
 from bus.subjects import is_name
 
@@ -34,6 +36,17 @@ MAX_LIST_PAGES = 1000
 """Pages of ``MAX_PAGE`` ids one listing reads at most (a set padded with fakes ends it early)."""
 MAX_SWEEP_PAGES = 64
 """Pages one :meth:`Registry.sweep` prunes at most; the next sweep goes on where it stopped."""
+_STALE_CHECKED: dict[str, Any] = (
+    {"maint_notifications_config": MaintNotificationsConfig(enabled=False)}
+    if "maint_notifications_config" in inspect.signature(aioredis.ConnectionPool.__init__).parameters
+    else {}
+)
+"""Options that keep a pool checking each idle connection before handing it out.
+
+With maintenance notifications on (redis-py 8's default, for Redis Cloud's endpoint moves)
+the pool skips that check, so after a server restart every pooled connection fails its
+next command: a heartbeat or a history write lost though the server is back. The commands
+are not retried instead: one lost with the command in flight may have run."""
 _MAX_COUNTED = 1024
 """Invalid trust fields one search reports at most (it scores at most 1,024 instances)."""
 
@@ -99,7 +112,7 @@ class Registry(LibraryCalls):
         client = (
             namespace_client(url, namespace, **options)
             if cluster
-            else aioredis.Redis.from_url(url, **options)
+            else aioredis.Redis.from_url(url, **options, **_STALE_CHECKED)
         )
         return cls(client, **kwargs)  # type: ignore[arg-type]
 
@@ -117,7 +130,9 @@ class Registry(LibraryCalls):
         if self._raw is None:
             pool = self.redis.connection_pool
             kwargs = {**pool.connection_kwargs, "decode_responses": False}
-            raw_pool = aioredis.ConnectionPool(connection_class=pool.connection_class, **kwargs)
+            raw_pool = aioredis.ConnectionPool(
+                connection_class=pool.connection_class, **kwargs, **_STALE_CHECKED
+            )
             self._raw = aioredis.Redis.from_pool(raw_pool)
         return self._raw.pubsub(ignore_subscribe_messages=True)
 

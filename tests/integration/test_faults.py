@@ -22,6 +22,7 @@ from a2a.errors import PayloadTooLarge
 from bus import codec
 from bus.errors import error_from_info
 from bus.wire import PROTOCOL_VERSION, Envelope, ErrorEnvelope, ResponseEnvelope
+from discovery import Registry
 from tests.helpers import AgentProcess
 
 pytestmark = pytest.mark.integration
@@ -199,6 +200,38 @@ async def test_redis_stopped_routing_continues_and_the_registry_recovers(
                 assert best is not None and best.agent_id.startswith("echo-")
                 assert (await rt.call(route, "whoami"))["pid"] == agent.pid
             assert agent.proc is not None and agent.proc.poll() is None
+
+
+@pytest.mark.anyio
+async def test_a_restarted_redis_costs_no_command_on_a_pooled_connection(namespace: str) -> None:
+    """Connections pooled before a restart are dead after it: the first command on each
+    reconnects and is sent again, rather than failing (and a history write being dropped)."""
+    with RedisServer() as redis:
+        registry = Registry.from_url(redis.url, namespace=namespace)
+        try:
+            client = registry.redis
+            async with anyio.create_task_group() as tg:  # eight connections, idle in the pool
+                for _ in range(8):
+                    tg.start_soon(client.blpop, ["nothing"], 0.05)
+            redis.restart()
+            await anyio.sleep(0.2)  # the client's loop hears the old connections close
+            failed: list[BaseException] = []
+
+            async def one(i: int) -> None:
+                try:
+                    async with client.pipeline(transaction=False) as pipe:
+                        pipe.rpush("after", i)
+                        await pipe.execute()
+                except Exception as exc:
+                    failed.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                for i in range(8):
+                    tg.start_soon(one, i)
+            assert failed == []
+            assert sorted(int(v) for v in await client.lrange("after", 0, -1)) == list(range(8))
+        finally:
+            await registry.aclose()
 
 
 async def _agents_or_none(rt: Runtime) -> list[Any]:
