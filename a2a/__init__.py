@@ -32,6 +32,7 @@ from .core.route import Route as Route
 from .core.route import Target as Target
 from .core.route import by_capability as by_capability
 from .core.route import by_instance as by_instance
+from .core.route import to_each as to_each
 from .core.runtime import Runtime as Runtime
 from .core.settings import Settings as Settings
 from .delegation.context_builder import ContextBuilder as ContextBuilder
@@ -82,4 +83,5 @@ __all__ = [
     "by_capability",
     "by_instance",
     "peer_agent",
+    "to_each",
 ]

@@ -1,4 +1,4 @@
-"""Pending calls: correlationId -> the future its reply resolves, and the deadline it ends at."""
+"""Pending calls: requestId -> the future its reply resolves, and the deadline it ends at."""
 
 from __future__ import annotations
 
@@ -68,10 +68,10 @@ class Reply:
 
 
 class PendingCalls:
-    """Open calls by correlationId. Every opened call must be closed (``finally``).
+    """Open calls by requestId. Every opened call must be closed (``finally``).
 
     A call that is still open at its deadline resolves to ``TIMED_OUT`` exactly then.
-    Deadlines are kept in one heap of ``(deadline, correlationId)`` tuples with a single
+    Deadlines are kept in one heap of ``(deadline, requestId)`` tuples with a single
     event-loop timer for the earliest, instead of a timer per call: an asyncio timer is a
     Python object compared in Python on every heap operation, and arming and cancelling
     one per call cost more than the rest of the caller's bookkeeping. Entries of calls
@@ -94,7 +94,7 @@ class PendingCalls:
         """Register a call; with ``timeout``, it resolves to ``TIMED_OUT`` that many seconds from now."""
         slots = self._slots
         if correlation_id in slots:
-            raise ValueError(f"a call with correlationId {correlation_id!r} is already pending")
+            raise ValueError(f"a call with requestId {correlation_id!r} is already pending")
         clock = self._clock
         if clock is None:
             clock = self._clock = loop_clock(loop)

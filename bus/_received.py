@@ -1,6 +1,6 @@
 """What an endpoint remembers of the calls runtimes sent it, by the calls' reply subjects.
 
-A runtime's call has a reply subject of its own (``<reply prefix><correlationId>``). For the
+A runtime's call has a reply subject of its own (``<reply prefix><requestId>``). For the
 last REPLY_CACHE_SIZE of them an endpoint keeps:
 
 - the reply sent, or None while the call waits to be handled or runs: a call sent again

@@ -37,6 +37,7 @@ def response_to(
         metadata=Metadata(
             timestamp=int(time.time() * 1000),
             correlation_id=meta.correlation_id,
+            request_id=meta.request_id,
             hop_count=meta.hop_count,
             max_hops=meta.max_hops,
             depth=meta.depth,
@@ -56,7 +57,8 @@ def error_to(
 ) -> ErrorEnvelope:
     """``agent``'s error envelope for ``request`` (None: a message that could not be read,
     answered on ``reply``, whose last token names the call)."""
-    correlation_id = request.metadata.correlation_id if request else reply.rsplit(".", 1)[-1]
+    named = reply.rsplit(".", 1)[-1]
+    correlation_id = request.metadata.correlation_id if request else named
     return ErrorEnvelope(
         message_id=serial_id(),
         source_agent_id=agent,
@@ -73,6 +75,7 @@ def error_to(
         metadata=Metadata(
             timestamp=int(time.time() * 1000),
             correlation_id=correlation_id or "unknown",
+            request_id=request.metadata.request_id if request else named or None,
             hop_count=request.metadata.hop_count if request else 0,
         ),
     )

@@ -24,6 +24,7 @@ class AuditRecord(Wire, gc=False):
     """
 
     request_id: str
+    """The request's own id (each hop has one)."""
     conversation_id: str
     origin: str
     target: str
@@ -38,6 +39,9 @@ class AuditRecord(Wire, gc=False):
     instance: str | None = None
     user_id: str | None = None
     parent_id: str | None = None
+    """The request id of the request whose handler made this one."""
+    correlation_id: str | None = None
+    """The call tree's id, the same on every hop; None when it is the request id (a first hop)."""
     objective: str | None = None
     routed_by: str | None = None
     error_code: str | None = None

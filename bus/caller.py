@@ -1,6 +1,6 @@
 """The caller half of the delivery protocol: send, wait, resend, probe, withdraw.
 
-A request goes out with a per-call reply subject ``<reply prefix><correlationId>`` and
+A request goes out with a per-call reply subject ``<reply prefix><requestId>`` and
 waits on a future until its timeout: a result, the callee's typed error, NO_RESPONDERS as
 soon as the server reports nobody listens, AGENT_LOST when the instance holding the call
 dies (see :class:`bus.watch.Watch`), or DEADLINE_EXCEEDED. The pending entry is removed
@@ -135,13 +135,13 @@ class Caller:
         if meta.hop_count > meta.max_hops:
             check_hops(meta)
         data = self.link.encode(envelope)
-        correlation_id = meta.correlation_id
+        request_id = meta.key
         loop = self._loop
         assert loop is not None, "Caller.start() was not called"
-        slot = self.pending.open(correlation_id, loop, subject, timeout)
+        slot = self.pending.open(request_id, loop, subject, timeout)
         outcome: object = TIMED_OUT
         self.stats.requests += 1
-        reply = self.reply_prefix + correlation_id
+        reply = self.reply_prefix + request_id
         slot.request = (data, reply, headers)
         slot.local = self.link.is_local(subject)
         slot.on_progress = on_progress
@@ -149,14 +149,14 @@ class Caller:
             await self.link.publish(subject, data, reply=reply, headers=headers)
             outcome = await slot.future
         finally:
-            self.pending.close(correlation_id)
+            self.pending.close(request_id)
             # Nobody will read a reply any more: the callee stops (a lost holder may only
             # have been slow; a dead one gets a notice nobody receives).
             if outcome is TIMED_OUT:
                 with anyio.CancelScope(shield=True):
-                    await self.withdrawals.now(correlation_id, slot)
+                    await self.withdrawals.now(request_id, slot)
             elif type(outcome) is AgentLost:  # found with others, in a probe round
-                self.withdrawals.soon(correlation_id, slot)
+                self.withdrawals.soon(request_id, slot)
         if type(outcome) is bytes:
             return self._parse_reply(outcome, envelope)
         target = _target_of(envelope)

@@ -204,6 +204,7 @@ class CancelNotice(msgspec.Struct, rename="camel"):
     """Sent to the callee when a caller withdraws calls."""
 
     correlation_ids: Annotated[list[Annotated[str, Meta(max_length=256)]], Meta(max_length=1024)]
+    """The calls' request ids (the name is 1.2's, when a hop's correlation id was its own)."""
     reason: Annotated[str, Meta(max_length=256)] = "cancelled"
 
 

@@ -166,7 +166,7 @@ class Subjects:
     def runtime_prefix(self, reply: str) -> str | None:
         """The reply prefix of the runtime whose reply subject ``reply`` is, else None.
 
-        Only ``<reply root><identity>.<runtimeId>.<correlationId>`` (three non-empty tokens
+        Only ``<reply root><identity>.<runtimeId>.<requestId>`` (three non-empty tokens
         after the root) is a runtime's; anything else under the root is some other client's.
         """
         root = self.reply_root

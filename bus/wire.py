@@ -36,10 +36,11 @@ __all__ = [
 ]
 
 # 1.0 is the seed envelope; 1.1 added deadline, depth, callChain and userId; 1.2 added
-# budget, parentId, fan-out, grants, delegation, token usage, batchReplies and userGrant. All additions
-# have defaults, so the current version and the two before it decode into the same types.
-PROTOCOL_VERSION = "1.2"
-SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "1.1", "1.2")
+# budget, parentId, fan-out, grants, delegation, token usage, batchReplies and userGrant; 1.3 added
+# requestId, and correlationId became the id of the whole call tree (before, each hop's own). All
+# additions have defaults, so the seed version (1.0) and every one since decode into the same types.
+PROTOCOL_VERSION = "1.3"
+SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "1.1", "1.2", "1.3")
 
 DEFAULT_MAX_HOPS = 10
 DEFAULT_MAX_DEPTH = 5
@@ -80,6 +81,8 @@ class Metadata(Wire):
     timestamp: Count
     """Creation time, milliseconds since the Unix epoch (informational)."""
     correlation_id: NonEmpty
+    """The whole call tree's id: every hop a call leads to carries its first request's
+    (seed 004: correlation ids propagate through hops)."""
     hop_count: Count = 0
     max_hops: Annotated[int, Meta(ge=1)] = DEFAULT_MAX_HOPS
     priority: Priority = "normal"
@@ -93,13 +96,21 @@ class Metadata(Wire):
     """Agents the request passed through, origin first (cycle detection)."""
     budget: Count | None = None
     """Tokens this call and everything it delegates may still spend."""
+    request_id: NonEmpty | None = None
+    """This request's own id (its reply, its cancel, its audit record); a peer before 1.3
+    sends none, and its correlation id, then one per hop, is the request's id."""
     parent_id: str | None = None
-    """correlationId of the request whose handler sent this one."""
+    """The request id of the request whose handler sent this one."""
     fan_out: Annotated[int, Meta(ge=1)] | None = None
     """How many calls of the same parent (this one included) were in flight when it was sent."""
     max_fan_out: Annotated[int, Meta(ge=1)] | None = None
     batch_replies: bool = False
     """The caller takes this call's reply in a batch with other replies to it (bus/protocol.py)."""
+
+    @property
+    def key(self) -> str:
+        """The id that names this request: its request id, else (a peer before 1.3) its correlation id."""
+        return self.request_id or self.correlation_id
 
 
 class Orchestration(Wire):

@@ -17,6 +17,7 @@ from .route import Route as Route
 from .route import Target as Target
 from .route import by_capability as by_capability
 from .route import by_instance as by_instance
+from .route import to_each as to_each
 from .runtime import Runtime as Runtime
 from .settings import Settings as Settings
 
@@ -35,4 +36,5 @@ __all__ = [
     "by_capability",
     "by_instance",
     "peer_agent",
+    "to_each",
 ]

@@ -99,16 +99,16 @@ async def claim_stored(
     d = env.delegation
     if d is None or not d.objective:
         return None
-    correlation_id = env.metadata.correlation_id
+    request_id = env.metadata.key
     key = objective_key(env.conversation_id, env.source_agent_id, agent, d.objective)
-    holder = await history.start_objective(key, correlation_id, ttl_ms)
+    holder = await history.start_objective(key, request_id, ttl_ms)
     if holder is not None and holder.startswith(ANSWERED):
         raise CycleDetected(
             f"{env.source_agent_id} -> {agent} with the same objective was answered already: "
             "asking again is a loop",
             details={"objective": d.objective, "answered": True},
         )
-    if holder is not None and holder != correlation_id:
+    if holder is not None and holder != request_id:
         raise CycleDetected(
             f"{env.source_agent_id} -> {agent} with the same objective is already in progress",
             details={"objective": d.objective, "inProgress": holder},

@@ -107,14 +107,17 @@ class CallPath:
         fan_out: int | None = None,
     ) -> ResponseEnvelope:
         """Send one request and return its response (again, as ``options.retry`` says)."""
-        if options.retry is None:
+        retry = options.retry
+        if retry is None:
             return await self._request(target, action, params, options, parent=parent, fan_out=fan_out)
         limit = self.settings.default_timeout if options.timeout is None else options.timeout
+        if parent is None and options.correlation_id is None:  # every attempt in one call tree
+            options = msgspec.structs.replace(options, correlation_id=new_id())
 
         async def attempt(given: CallOptions) -> ResponseEnvelope:
             return await self._request(target, action, params, given, parent=parent, fan_out=fan_out)
 
-        return await retried(options.retry, options, limit, self.services.clock, attempt)
+        return await retried(retry, options, limit, self.services.clock, attempt)
 
     async def _request(
         self, target: Target, action: str, params: dict[str, Any] | None, options: CallOptions, *,
@@ -199,7 +202,7 @@ class CallPath:
                         sent = False
             except A2AError as exc:
                 if sent:
-                    exc.located(str(env.target_agent_id) if exc.remote else source, hop + 1)
+                    exc.located(name if exc.remote else source, hop + 1)
                 else:
                     exc.agent, exc.hop = exc.agent or source, hop
                 if not exc.remote:
@@ -237,7 +240,7 @@ class CallPath:
         env = RequestEnvelope(
             message_id=new_id(),
             source_agent_id=source,
-            target_agent_id=route.agent or str(route),
+            target_agent_id=list(route.each) if route.each else route.agent or str(route),
             conversation_id=parent.request.conversation_id
             if parent
             else (options.conversation_id or new_id()),
@@ -312,9 +315,10 @@ class CallPath:
         priority, budget, correlation_id = options.priority, options.budget, options.correlation_id
         if parent is None:
             s = self.settings
-            meta = Metadata(
+            meta = Metadata(  # a first hop: its correlation id names it, unless it has one given
                 timestamp=now,
-                correlation_id=correlation_id or new_id(),
+                correlation_id=correlation_id or options.request_id or new_id(),
+                request_id=(options.request_id or new_id()) if correlation_id else None,
                 hop_count=1,
                 max_hops=s.max_hops,
                 max_depth=s.max_depth,
@@ -337,7 +341,8 @@ class CallPath:
                 max_depth = min(max_depth, depth + 1)
             meta = Metadata(
                 timestamp=now,
-                correlation_id=correlation_id or new_id(),
+                correlation_id=correlation_id or pm.correlation_id,
+                request_id=options.request_id or new_id(),
                 hop_count=pm.hop_count + 1,
                 max_hops=pm.max_hops,
                 priority=priority or pm.priority,
@@ -347,7 +352,7 @@ class CallPath:
                 max_depth=max_depth,
                 call_chain=[*pm.call_chain, parent.agent],
                 budget=budget if budget is not None else pm.budget,
-                parent_id=pm.correlation_id,
+                parent_id=pm.key,
                 fan_out=fan_out,
                 max_fan_out=rules.max_fan_out,
                 batch_replies=batch_replies,

@@ -23,6 +23,7 @@ from ..delegation.views import (
 )
 from .budget import Budget
 from .delegating import Delegator
+from .each import check_fan_out, gather_each, group_of
 from .instance import ChildOptions, Instance
 from .options import DEFAULT, CallOptions, narrowed
 from .retry import Retry
@@ -43,19 +44,10 @@ class Context:
     (tools, nested calls) never wider than its own.
     """
 
-    __slots__ = (
-        "_budget",
-        "_children",
-        "_delegating",
-        "_instance",
-        "_lease",
-        "_task",
-        "action",
-        "deadline",
-        "params",
-        "request",
-        "tools_used",
-    )
+    # fmt: off
+    __slots__ = ("_budget", "_children", "_delegating", "_instance", "_lease", "_task",
+                 "action", "deadline", "params", "request", "tools_used")
+    # fmt: on
 
     def __init__(
         self,
@@ -227,7 +219,9 @@ class Context:
     ) -> Any:
         """Call another agent and return its result.
 
-        ``target`` is an agent name, :func:`a2a.by_instance` or :func:`a2a.by_capability`.
+        ``target`` is an agent name, :func:`a2a.by_instance` or :func:`a2a.by_capability`;
+        :func:`a2a.to_each` calls several agents at once and returns their results in a list
+        (an agent's typed error in place of its result), within this agent's ``max_fan_out``.
         ``budget`` reserves tokens for the call (default: all that is left, shared with calls
         made in parallel); ``allowed_tools`` narrows the callee's tools; ``allow_nested_calls=False``
         forbids it to delegate further; ``on_progress`` gets the callee's progress updates.
@@ -247,6 +241,9 @@ class Context:
             redact_params=redact_params,
             retry=retry,
         )
+        if (group := group_of(target)) is not None:
+            check_fan_out(self.agent, self.hop, self._children, len(group.each), self.rules.max_fan_out)
+            return await gather_each(group, lambda member: self.invoke(member, action, params, options))
         response = await self.invoke(target, action, params, options)
         return response.payload.result
 

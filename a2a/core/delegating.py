@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import anyio
 import msgspec
 
-from bus.errors import A2AError, AgentError, FanOutExceeded, InvalidParams, PermissionDenied, Unavailable
+from bus.errors import A2AError, AgentError, InvalidParams, PermissionDenied, Unavailable
 from bus.handoff import (
     ChatMessage,
     Delegation,
@@ -37,6 +37,7 @@ from ..delegation.views import (
     as_delegation_result,
 )
 from ..stores.history import Interaction, preview
+from .each import check_fan_out
 from .options import CallOptions
 from .route import Target
 from .services import Services
@@ -118,14 +119,7 @@ class Delegator:
     ) -> FanOutResult:
         ctx = self._ctx
         rules = ctx.rules
-        limit = rules.max_fan_out - ctx.calls_in_flight
-        if len(steps) > limit:
-            raise FanOutExceeded(
-                f"{len(steps)} parallel delegates exceed {ctx.agent}'s fan-out limit of {rules.max_fan_out}",
-                agent=ctx.agent,
-                hop=ctx.hop,
-                details={"fanOut": len(steps), "maxFanOut": rules.max_fan_out},
-            )
+        check_fan_out(ctx.agent, ctx.hop, ctx.calls_in_flight, len(steps), rules.max_fan_out)
         needed = {"all": len(steps), "first": 1, "quorum": quorum or len(steps)}[gather]
         left = ctx.budget_left
         if left is not None and any(s.budget is None for s in steps):
@@ -159,7 +153,7 @@ class Delegator:
         ctx = self._ctx
         services = ctx.services
         redactor = services.redactor
-        correlation_id = new_id()
+        request_id = new_id()
         start = services.clock()
         thread_id = step.thread_id if step.thread_mode == "reuse" else new_id()
         error: A2AError | None = None
@@ -186,7 +180,7 @@ class Delegator:
                 budget=step.budget,
                 grants=ctx.grants_for(step.allowed_tools, step.allow_nested_calls),
                 delegation=delegation,
-                correlation_id=correlation_id,
+                request_id=request_id,
             )
             raw = await ctx.invoke(step.target, step.action, None, options)
             response = DelegationResponse.from_response(raw, (services.clock() - start) * 1000, thread_id)
@@ -195,7 +189,7 @@ class Delegator:
         except A2AError as exc:
             error = exc
             response = DelegationResponse.from_error(
-                correlation_id, str(step.target), exc, (services.clock() - start) * 1000, thread_id
+                request_id, str(step.target), exc, (services.clock() - start) * 1000, thread_id
             )
         await _record(ctx, step, response)
         if error is None and response.new_facts:

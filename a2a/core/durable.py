@@ -22,10 +22,12 @@ import math
 from typing import Any
 
 import anyio
+import msgspec
 from anyio.abc import TaskGroup
 
 from bus.durable import Taker, TaskClient, TaskStore
 from bus.errors import A2AError, DeadlineExceeded, InvalidParams, Unavailable
+from bus.ids import new_id
 from bus.subjects import Subjects
 from transports import NatsTransport, Transport, TransportError
 from transports.durable import DurableStore
@@ -150,6 +152,8 @@ class Tasks:
             limit = min(limit, parent.remaining())
             if limit <= 0:
                 raise DeadlineExceeded("no time left for this task: the parent's deadline has passed")
+        if options.correlation_id is None:  # a task is a call tree of its own, named by its id
+            options = msgspec.structs.replace(options, correlation_id=new_id())
         try:
             route = as_route(target)
             request, agent = self.calls.task_request(route, action, params, options, limit, parent)

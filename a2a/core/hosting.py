@@ -293,7 +293,7 @@ class AgentHost:
             self.rejects("invalid envelope", f"on {msg.subject}: {refusal}")
             return
         reply = msg.reply
-        correlation_id = env.metadata.correlation_id
+        request_id = env.metadata.key
         history = services.history
         trace = services.telemetry.handle(env, msg.headers, name, self.instance_id)
         try:
@@ -313,7 +313,7 @@ class AgentHost:
                 task = asyncio.current_task(self._loop)
                 assert task is not None
                 held = Lease(self.slots, task, reply, t0, deadline, sender)
-                endpoint.hold(correlation_id, held)
+                endpoint.hold(request_id, held)
                 ctx = Context(self._instance, env, deadline, action.name, params, held)
                 if history is not None and (env.user_id is not None or env.delegation is not None):
                     ttl_ms = max(1, int((deadline - services.clock()) * 1000))
@@ -344,10 +344,10 @@ class AgentHost:
                 )
             finally:
                 if held is not None:
-                    endpoint.release(correlation_id, held)
+                    endpoint.release(request_id, held)
                 if objective is not None and history is not None:
                     with anyio.CancelScope(shield=True), contextlib.suppress(A2AError):
-                        await history.finish_objective(objective, correlation_id, answered=answered)
+                        await history.finish_objective(objective, request_id, answered=answered)
                 self._finished()
             if reply and type(env) is RequestEnvelope:
                 usage = ctx.spent if ctx is not None else None

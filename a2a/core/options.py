@@ -36,7 +36,11 @@ class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
     delegation: Delegation | None = None
     """The delegated task, when the call is a delegation."""
     correlation_id: str | None = None
-    """The call's name (unguessable; a new random id by default)."""
+    """The id of the call tree a call from outside any agent starts (unguessable; a new
+    random id by default): every hop it leads to carries it. An agent's calls carry its
+    request's; one given there starts a tree of its own."""
+    request_id: str | None = None
+    """The request's own id (unguessable; a new random id by default, and for each retry)."""
     on_progress: Callable[[Any], None] | None = None
     """Called with each progress update the callee sends."""
     max_hops: int | None = None

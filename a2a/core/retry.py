@@ -59,7 +59,7 @@ async def retried(
 ) -> T:
     """``attempt(options)``, again after each error ``retry`` names, until it succeeds, the
     attempts are spent or the deadline (``limit`` seconds from now) leaves no time for one
-    more; each later attempt has the time left and a new id.
+    more; each later attempt has the time left and a new request id.
 
     Raises:
         A2AError: the last attempt's error.
@@ -76,4 +76,4 @@ async def retried(
             if exc.code not in retry.on or tries >= retry.attempts or left <= 0.01:
                 raise
         await anyio.sleep(delay)
-        options = msgspec.structs.replace(options, timeout=left, correlation_id=None)
+        options = msgspec.structs.replace(options, timeout=left, request_id=None)

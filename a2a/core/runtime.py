@@ -43,6 +43,7 @@ from .agent import Agent
 from .calls import CallPath
 from .connect import bus_events, connect_nats
 from .durable import Tasks, open_tasks
+from .each import gather_each, group_of, one_tree
 from .grants import GrantIssuer
 from .guard import Guard
 from .hosting import AgentHost
@@ -117,9 +118,7 @@ class Runtime:
         """Signs user grants for calls made here with a ``user_id`` (this process is an entry point)."""
         self.redactor = redactor or Redactor()
         self.context_builder = context_builder or ContextBuilder()
-        self.telemetry = telemetry or Telemetry.from_env(
-            f"a2a-{self.settings.client_name}", redactor=self.redactor
-        )
+        self.telemetry = telemetry or Telemetry.from_env(f"a2a-{s.client_name}", redactor=self.redactor)
         self.hosts: dict[str, AgentHost] = {}
         self.registry: Registry | None = registry
         self.view: LocalView | None = None
@@ -137,7 +136,7 @@ class Runtime:
         self.audit: AuditLog
         self.services: Services
         self.calls: CallPath
-        self.presence: Presence
+        self.presence: Presence  # these five once open
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -266,8 +265,9 @@ class Runtime:
             self.tasks.serve(host, self._tg)
             self.hosts[agent.name] = host
             started.append(host)
+        await self.bus.transport.flush()  # the server has the subscriptions before the registry
+        for host in started:  # names an instance a caller may find and call at once
             await self.presence.register(host)
-        await self.bus.transport.flush()
         return started
 
     def health(self) -> dict[str, Any]:
@@ -305,7 +305,8 @@ class Runtime:
     ) -> Any:
         """Call an agent from outside any agent and return its result.
 
-        ``timeout`` is the call's deadline in seconds (default ``settings.default_timeout``);
+        ``target`` is as in :meth:`a2a.Context.call` (``to_each`` too); ``timeout`` is the
+        call's deadline in seconds (default ``settings.default_timeout``);
         ``user_id`` is carried down the whole call chain; ``budget`` caps the tokens the
         call and everything it delegates may use; ``on_progress`` is called with each
         progress update the callee sends (:meth:`a2a.Context.progress`); ``params`` are the
@@ -324,6 +325,9 @@ class Runtime:
             on_progress=on_progress,
             redact_params=redact_params,
         )
+        if (group := group_of(target)) is not None:
+            shared = one_tree(options)
+            return await gather_each(group, lambda one: self.calls.request(one, action, params, shared))
         response = await self.calls.request(target, action, params, options)
         return response.payload.result
 
@@ -345,10 +349,9 @@ class Runtime:
         """Like :meth:`call`, returning the whole response envelope (usage, hop, ids).
 
         ``options`` gives every option of the call at once (:class:`a2a.CallOptions`); the
-        keywords, where given, override its fields. ``correlation_id`` names the call (a new
-        random id by default): an entry point that keeps its own id for the call (the A2A
-        gateway's task id) finds its hops in the audit records by it (their ``parentId``);
-        it must be unguessable. Only ``options`` carries ``max_hops``, which lowers the hop
+        keywords, where given, override its fields. ``correlation_id`` names the call tree (a
+        new random id by default), which every hop carries (unguessable: an entry point finds
+        its hops in the audit by it). Only ``options`` has ``max_hops``, which lowers the hop
         limit of the whole call tree below ``settings.max_hops``.
 
         Raises:

@@ -31,9 +31,9 @@ def input_text(ctx: Context, params: Mapping[str, Any], key: str = "input") -> s
     """The text to work on.
 
     A delegated task (seed 002) gives, in this order: the task, its objective, its input,
-    the facts handed on about the user, and the filtered context it carries (the summary,
-    the messages, the workspace); a plain call gives ``params[key]``, which must be a
-    non-empty string. (The caller is ``ctx.request.source_agent_id``.)
+    the facts handed on about the user, the filtered context it carries (the summary, the
+    messages, the workspace) and the agent that asked (last: a program reading the first
+    line reads the task); a plain call gives ``params[key]``, which must be a non-empty string.
     """
     d = ctx.request.delegation
     if d is not None and d.task:
@@ -51,6 +51,7 @@ def input_text(ctx: Context, params: Mapping[str, Any], key: str = "input") -> s
             parts.extend(f"{m.role}: {m.content}" for m in d.context.messages)
             if d.context.workspace:
                 parts.append(f"Workspace:\n{d.context.workspace}")
+        parts.append(f"Asked by: {ctx.request.source_agent_id}")
         return "\n\n".join(parts)
     value = params.get(key)
     if not isinstance(value, str) or not value:

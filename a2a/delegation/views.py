@@ -72,7 +72,7 @@ class DelegationRequest(msgspec.Struct, kw_only=True):
         meta = env.metadata
         target = env.target_agent_id
         return cls(
-            request_id=meta.correlation_id,
+            request_id=meta.key,
             origin_employee=env.source_agent_id,
             target_employee=target if isinstance(target, str) else ",".join(target),
             user_id=env.user_id,
@@ -160,7 +160,7 @@ class DelegationResponse(msgspec.Struct, kw_only=True):
     ) -> DelegationResponse:
         body = as_delegation_result(response.payload.result)
         return cls(
-            request_id=response.metadata.correlation_id,
+            request_id=response.metadata.key,
             target_employee=response.source_agent_id,
             summary=body.summary,
             result=body.result,

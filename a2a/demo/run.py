@@ -186,7 +186,7 @@ async def _drive(
             conversation_id=conversation,
             timeout=30,
         )
-        top = response.metadata.correlation_id
+        top = response.metadata.key
         # Audit records are published after each reply; give the last ones a moment to arrive.
         with anyio.move_on_after(3):
             while not any(r.request_id == top for r in records):

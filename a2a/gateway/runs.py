@@ -92,10 +92,8 @@ class Run:
         self.conversation = ""
         """The bus conversation of the call (the task's context, scoped to its owner)."""
         self.call_id = stored.task.id if not stored.task.history[1:] else new_id()
-        """The correlation id of this run's bus call: the task id for its first turn, a new
-        one for each turn after (a call id is never used twice)."""
-        self.known = {self.call_id}
-        """Ids of the calls in this task's tree seen so far: the task id names the first one."""
+        """The correlation id of this run's bus call, which every hop below it carries: the
+        task id for its first turn, a new one for each turn after (never used twice)."""
         self.unpublished: list[Numbered] = []
         """Events streamed here but not yet published to other replicas (they go with the next save)."""
         self.reason: str | None = None
@@ -152,16 +150,12 @@ def note_question(stored: StoredTask, error: A2AError) -> None:
 def show_hop(runs: Iterable[Run], record: AuditRecord, text: str, metadata: dict[str, Any]) -> None:
     """A hop below a running task's call: a working status update on its streams (not stored).
 
-    A hop belongs to the task whose call tree holds its parent call; while a hop's
-    parent is not known yet (the records of a tree arrive as its calls end, deepest
-    first), it goes to the task only if that task is the only one running in the
-    conversation.
+    A hop belongs to the task whose call tree it is in: its correlation id is the run's.
     """
-    runs = [r for r in runs if r.conversation == record.conversation_id]
+    tree = record.correlation_id or record.request_id
     for run in runs:
-        if is_done(run.task) or (record.parent_id not in run.known and len(runs) > 1):
+        if run.call_id != tree or run.conversation != record.conversation_id or is_done(run.task):
             continue
-        run.known.add(record.request_id)
         event = StreamResponse(
             status_update=TaskStatusUpdateEvent(
                 task_id=run.task.id,

@@ -226,7 +226,7 @@ class Telemetry:
                 "messaging.system": "nats",
                 "messaging.operation": operation,
                 "messaging.operation.type": operation,
-                "messaging.message.id": env.message_id,
+                "messaging.message.id": meta.key,  # the message id proves a reply: not shown
                 "messaging.message.conversation_id": meta.correlation_id,
                 "a2a.action": env.payload.action,
                 "a2a.source": env.source_agent_id,
@@ -234,6 +234,7 @@ class Telemetry:
                 "a2a.hop_count": meta.hop_count,
                 "a2a.depth": meta.depth,
                 "a2a.correlation_id": meta.correlation_id,
+                "a2a.request_id": meta.key,
                 "a2a.conversation_id": env.conversation_id,
             }
         )

@@ -66,7 +66,7 @@ def callee_record(
     """
     meta = env.metadata
     record = AuditRecord(
-        request_id=meta.correlation_id,
+        request_id=meta.key,
         conversation_id=env.conversation_id,
         origin=env.source_agent_id,
         target=agent,
@@ -83,6 +83,8 @@ def callee_record(
         record.user_id = env.user_id
     if meta.parent_id is not None:
         record.parent_id = meta.parent_id
+    if meta.correlation_id != record.request_id:
+        record.correlation_id = meta.correlation_id
     if env.required_capabilities:
         record.routed_by = ",".join(env.required_capabilities)
     if env.delegation is not None and env.delegation.objective:
@@ -108,7 +110,7 @@ def caller_record(
     meta = env.metadata
     target = env.target_agent_id
     record = AuditRecord(
-        request_id=meta.correlation_id,
+        request_id=meta.key,
         conversation_id=env.conversation_id,
         origin=env.source_agent_id,
         target=target if isinstance(target, str) else ",".join(target),
@@ -123,6 +125,8 @@ def caller_record(
         user_id=env.user_id,
         parent_id=meta.parent_id,
     )
+    if meta.correlation_id != record.request_id:
+        record.correlation_id = meta.correlation_id
     if capabilities:
         record.routed_by = ",".join(capabilities)
     _failed(record, error)

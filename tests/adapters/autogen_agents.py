@@ -78,7 +78,7 @@ class ScriptedModel(ChatCompletionClient):
         if text.startswith("delegate:"):
             return self.tool_call("delegate", json.loads(text.removeprefix("delegate:")))
         if text.startswith("use:"):
-            return self.tool_call(text.removeprefix("use:").strip(), {})
+            return self.tool_call(text.removeprefix("use:").split("\n", 1)[0].strip(), {})
         if text.startswith("handoff:"):
             return self.tool_call("transfer_to_user", {})
         return f"{self.name} says {text}"

@@ -112,7 +112,7 @@ class ScriptedLLM(BaseLLM):
         if prompt.startswith("delegate:"):
             return tool_calls(("delegate", {"arguments": prompt.removeprefix("delegate:").strip()}))
         if prompt.startswith("use:"):
-            return tool_calls((prompt.removeprefix("use:").strip(), {}))
+            return tool_calls((prompt.removeprefix("use:").split("\n", 1)[0].strip(), {}))
         return f"{name} says {prompt.removeprefix('echo:').strip()}"
 
 

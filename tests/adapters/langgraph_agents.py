@@ -94,7 +94,7 @@ class ScriptedChatModel(BaseChatModel):
         if prompt.startswith("delegate:"):
             return _call(("delegate", json.loads(prompt.removeprefix("delegate:"))), n=n)
         if prompt.startswith("use:"):
-            return _call((prompt.removeprefix("use:").strip(), {}), n=n)
+            return _call((prompt.removeprefix("use:").split("\n", 1)[0].strip(), {}), n=n)
         if prompt.startswith("confirm:"):
             return _call(("ask_human", {"question": prompt.removeprefix("confirm:").strip()}), n=n)
         if prompt.strip() in ("wait", "loop"):

@@ -64,6 +64,7 @@ def probe_agent(seen: list[dict[str, Any]]) -> Agent:
             "hop": ctx.hop,
             "chain": meta.call_chain,
             "parent": meta.parent_id,
+            "correlation": meta.correlation_id,
             "user": ctx.user_id,
             "conversation": ctx.conversation_id,
             "budget": meta.budget,

@@ -78,7 +78,7 @@ def scripted_model(name: str) -> FunctionModel:
         if prompt.startswith("delegate:"):
             return _call("delegate", json.loads(prompt.removeprefix("delegate:")))
         if prompt.startswith("use:"):
-            return _call(prompt.removeprefix("use:").strip(), {})
+            return _call(prompt.removeprefix("use:").split("\n", 1)[0].strip(), {})
         return _answer(name, f"{name} says {prompt.removeprefix('echo:').strip()}", info)
 
     return FunctionModel(respond, model_name=f"scripted-{name}")

@@ -148,7 +148,8 @@ async def test_a_tool_call_is_a_child_call_of_the_handler(bus: Bus) -> None:
     seen = json.loads(answer.removeprefix("pa got: "))
     assert seen == bus.probed[0]
     assert seen["text"] == "where am i"
-    assert seen["parent"] == correlation_id  # the handler's request is the parent
+    assert seen["parent"] == response.metadata.key  # the handler's request is the parent
+    assert seen["correlation"] == correlation_id  # in the call tree the caller named
     assert seen["chain"][-1] == "pa"
     assert (seen["depth"], seen["hop"]) == (1, 2)  # one below the handler (depth 0, hop 1)
     assert (seen["user"], seen["conversation"]) == ("u-7", "c-7")

@@ -100,6 +100,50 @@ async def test_two_plain_calls_reach_a_delegations_filtered_context_and_summary(
         assert recorder(rt).stats.dropped == 0
 
 
+async def test_a_framework_agents_model_sees_the_conversation_with_no_history_code(
+    settings: Settings,
+) -> None:
+    """A pydantic-ai agent delegated to reads, in its own prompt, the messages and summary
+    the runtime captured from plain calls, and the name of the agent that asked."""
+    from pydantic_ai import Agent as PydanticAgent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from a2a.adapters.pydantic_ai import from_pydantic_ai
+
+    prompts: list[str] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompts.append("".join(str(getattr(p, "content", "")) for m in messages for p in m.parts))
+        return ModelResponse(parts=[TextPart("plan drafted")])
+
+    worker = from_pydantic_ai(PydanticAgent(FunctionModel(model)), name="worker")
+    conversation = uuid.uuid4().hex
+    async with Runtime(settings) as rt:
+        await rt.serve(notes_agent(), make("planner"), worker)
+        first = "We need to migrate the billing service to the new database"
+        await rt.call("notes", "reply", {"text": first}, conversation_id=conversation, user_id="alice")
+        await eventually(lambda: _count(store(rt), conversation, 2))
+        await eventually(lambda: _summary(store(rt), conversation))
+        flt = {"last_messages": 5, "include_summary": True}
+        await rt.call(
+            "planner",
+            "delegate",
+            {"target": "worker", "task": "draft the migration plan", "context": flt, "action": "run"},
+            conversation_id=conversation,
+            user_id="alice",
+        )
+    [prompt] = prompts
+    assert prompt.startswith("draft the migration plan")
+    assert "Asked by: planner" in prompt
+    assert f"Earlier: Goal: {first}" in prompt  # the summary the runtime wrote
+    assert f"user: {first}" in prompt and f"assistant: noted: {first}" in prompt
+
+
+async def _summary(history: HistoryStore, conversation: str) -> bool:
+    return bool(await history.summary(conversation))
+
+
 async def _count(history: HistoryStore, conversation: str, n: int) -> bool:
     try:
         return len(await history.messages(conversation)) == n

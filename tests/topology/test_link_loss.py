@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import anyio
 import pytest
 
-from a2a import Runtime, by_capability
+from a2a import CallOptions, Runtime, by_capability
 from a2a.errors import A2AError, AgentLost, DeadlineExceeded, NoCapableAgent, NoResponders
 from bus.ids import new_id
 
@@ -39,7 +39,7 @@ class Held:
     def __init__(self, world: World, timeout: float) -> None:
         self.world = world
         self.timeout = timeout
-        self.correlation_id = new_id()
+        self.request_id = new_id()
         self.error: A2AError | None = None
         self.started_at = 0.0
         self.elapsed = 0.0
@@ -48,7 +48,7 @@ class Held:
         self.started_at = anyio.current_time()
         try:
             await self.world.site.caller.request(
-                HUB_AGENT, "hold", timeout=self.timeout, correlation_id=self.correlation_id
+                HUB_AGENT, "hold", options=CallOptions(timeout=self.timeout, request_id=self.request_id)
             )
         except A2AError as exc:
             self.error, self.elapsed = exc, anyio.current_time() - self.started_at
@@ -71,7 +71,7 @@ class Held:
         pending = self.world.site.caller.bus.caller.pending
         with anyio.fail_after(2):
             await self.world.hub.handled.started.wait()
-            while (slot := pending.get(self.correlation_id)) is None or slot.instance is None:
+            while (slot := pending.get(self.request_id)) is None or slot.instance is None:
                 await anyio.sleep(0.02)
 
 

@@ -166,3 +166,4 @@ async def test_input_text_takes_the_text_parameter_or_a_delegated_task(tmp_path:
     assert task.startswith("fix the parser") and "Objective: green tests" in task
     assert 'Input: {"file":"parser.py"}' in task
     assert "Workspace:" in task and "- parser.py" in task  # the workspace text, as a model would see it
+    assert "Asked by: asks" in task  # the agent that delegated, by name

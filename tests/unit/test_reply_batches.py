@@ -159,7 +159,7 @@ async def test_a_caller_survives_malformed_batches_and_settles_the_good_lines(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(publish_batch)
-        response = await client.request("gated", "echo", {}, CallOptions(correlation_id="known", timeout=5))
+        response = await client.request("gated", "echo", {}, CallOptions(request_id="known", timeout=5))
     assert response.payload.result == {"from": "batch"}
     assert client.bus.stats.invalid_replies == 4  # the malformed lines
     assert client.bus.pending.late_replies >= 1  # the line for a call nobody waits for

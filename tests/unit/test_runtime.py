@@ -276,6 +276,7 @@ async def test_unsupported_versions_are_refused_naming_the_supported_ones(
     assert error["code"] == "UNSUPPORTED_VERSION" and error["details"]["supported"] == [
         "1.0",
         "1.1",
+        "1.2",
         PROTOCOL_VERSION,
     ]
 

@@ -145,13 +145,13 @@ def test_malformed_bytes_are_invalid_envelopes(raw: bytes) -> None:
         codec.decode_envelope(raw)
 
 
-def test_current_and_two_previous_versions_are_accepted() -> None:
-    for version in ("1.0", "1.1", PROTOCOL_VERSION):
+def test_the_seed_version_and_every_one_since_are_accepted() -> None:
+    for version in ("1.0", "1.1", "1.2", PROTOCOL_VERSION):
         codec.ensure_supported_version(request(protocol_version=version))
     for version in ("2.0", "0.9", "banana"):
         with pytest.raises(UnsupportedVersion) as info:
             codec.ensure_supported_version(request(protocol_version=version))
-        assert info.value.details["supported"] == ["1.0", "1.1", "1.2"]
+        assert info.value.details["supported"] == ["1.0", "1.1", "1.2", "1.3"]
 
 
 def test_checked_in_schemas_match_the_types() -> None:

@@ -57,7 +57,7 @@ def answer(rid, draft, status="ok", reason=""):
 
 def handle(frame):
     rid = frame["request_id"]
-    text = frame["remote_message"]
+    text = frame["remote_message"].split("\n", 1)[0]  # a delegated task: its first line
     command, _, arg = text.partition(":")
     if text == "show":
         answer(rid, json.dumps(frame))
