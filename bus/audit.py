@@ -29,7 +29,8 @@ class AuditRecord(Wire, gc=False):
     origin: str
     target: str
     action: str
-    outcome: Outcome
+    outcome: Outcome | Literal["running"]
+    """How the call ended; ``running`` on a record of a call still running (not kept)."""
     side: Side
     started_at: int
     """Milliseconds since the epoch."""

@@ -6,8 +6,9 @@
     a2a.<ns>.notify.<sender>.<topic>                notifications, fan-out to every subscriber
     a2a.<ns>.cancel.<name>.<sender>                 withdrawn calls no instance acknowledged yet,
                                                     and probes asking which instance holds them
-    a2a.<ns>.reply.<identity>.<runtimeId>.<corrId>  replies to one runtime's pending calls
+    a2a.<ns>.reply.<identity>.<runtimeId>.<reqId>   replies to one runtime's pending calls
     a2a.<ns>.audit.<agent>                          audit records (kept by a JetStream stream)
+    a2a.<ns>.running.<agent>                        records of calls still running (not kept)
 
 ``<sender>`` is the identity of the runtime that publishes (its NATS user). Receivers
 subscribe with a wildcard in its place and read it from the subject; nats-server
@@ -185,6 +186,14 @@ class Subjects:
     @property
     def audit_all(self) -> str:
         return f"{self.root}.audit.>"
+
+    def running(self, agent: str) -> str:
+        """Where ``agent``'s instances say which of its calls are still running."""
+        return f"{self.root}.running.{validate_name('agent name', agent)}"
+
+    @property
+    def running_all(self) -> str:
+        return f"{self.root}.running.>"
 
     @property
     def audit_stream(self) -> str:

@@ -26,6 +26,7 @@ def _caller(subjects: Subjects, targets: Iterable[str]) -> list[str]:
     allow = [
         subjects.notifications(),
         subjects.audit(me),
+        subjects.running(me),
         jetstream_api("STREAM.INFO", subjects.audit_stream),
     ]
     for target in targets:
@@ -149,7 +150,8 @@ def client_permissions(namespace: str, user: str) -> Permissions:
     me = Subjects(namespace, user)
     submit, hear = _task_submitter(me, ["*"])
     publish = [*_caller(me, ["*"]), *_audit_reading(me.audit_stream), *submit]
-    return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), me.audit_all, *hear]}}
+    watch = [me.audit_all, me.running_all]
+    return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), *watch, *hear]}}
 
 
 def auditor_permissions(namespace: str, user: str) -> Permissions:
@@ -162,7 +164,7 @@ def auditor_permissions(namespace: str, user: str) -> Permissions:
         jetstream_api("STREAM.INFO", stream),
         *_audit_reading(stream),
     ]
-    return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), me.audit_all]}}
+    return {"publish": {"allow": publish}, "subscribe": {"allow": [*_own(me), me.audit_all, me.running_all]}}
 
 
 def _audit_reading(stream: str) -> list[str]:

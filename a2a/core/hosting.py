@@ -312,7 +312,7 @@ class AgentHost:
                 action, params, deadline = admit(self.agent, services.policy, services.guard, env, sender, t0)
                 task = asyncio.current_task(self._loop)
                 assert task is not None
-                held = Lease(self.slots, task, reply, t0, deadline, sender)
+                held = Lease(self.slots, task, reply, t0, deadline, sender, env)
                 endpoint.hold(request_id, held)
                 ctx = Context(self._instance, env, deadline, action.name, params, held)
                 if history is not None and (env.user_id is not None or env.delegation is not None):

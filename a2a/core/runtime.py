@@ -50,6 +50,7 @@ from .hosting import AgentHost
 from .options import CallOptions, merged
 from .presence import Presence
 from .route import Target
+from .running import announce_running
 from .services import Services
 from .settings import Settings
 
@@ -216,6 +217,7 @@ class Runtime:
             tg.start_soon(self.presence.run)
         if self.audit.enabled:
             tg.start_soon(self.audit.run)
+            tg.start_soon(announce_running, self.hosts, self.audit, clock)
             stack.push_async_callback(_shielded, self.audit.flush)  # runs first on exit
         tg.start_soon(recorder.run)  # cancelled last, it writes what the stopped hosts handled
 
@@ -382,11 +384,8 @@ class Runtime:
         return await self.bus.link.subscribe(self.bus.subjects.audit_all, handler)
 
     async def facts(self, user_id: str, limit: int | None = None) -> list[str]:
-        """What delegated agents learned about ``user_id`` (their ``new_facts``), newest first.
-
-        Raises:
-            Unavailable: no registry (facts live in Redis), or it is down.
-        """
+        """What delegated agents learned about ``user_id`` (their ``new_facts``), newest first
+        (UNAVAILABLE without a registry, where facts live, or with it down)."""
         if self.facts_store is None:
             raise Unavailable("facts are kept in Redis: configure REDIS_URL")
         return await self.facts_store.facts(user_id, limit)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bus.callee import Held
+from bus.wire import Envelope
 
 __all__ = ["Lease", "Slots"]
 
@@ -87,7 +88,7 @@ class Lease(Held):
     One object per request serves both, as it is made for every message.
     """
 
-    __slots__ = ("has_slot", "slots")
+    __slots__ = ("has_slot", "request", "slots")
 
     def __init__(
         self,
@@ -97,10 +98,13 @@ class Lease(Held):
         started: float,
         deadline: float,
         sender: str,
+        request: Envelope | None = None,
     ) -> None:
         super().__init__(task, reply, started, deadline, sender)
         self.slots = slots
         self.has_slot = False
+        self.request = request
+        """The request, for a record of the call while it runs (:mod:`a2a.core.running`)."""
 
     async def take(self) -> None:
         if not self.slots.try_acquire():

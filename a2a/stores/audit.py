@@ -218,11 +218,14 @@ class AuditLog:
             await self.flush()
 
     async def flush(self) -> None:
-        """Publish what is queued: one message per agent (newline-delimited JSON)."""
+        """Publish what is queued: one message per agent (newline-delimited JSON), and one per
+        agent for the records of calls still running."""
         pending, self._pending = self._pending, []
         batches: dict[str, list[AuditRecord]] = {}
         for record in pending:
             token = record.target if record.side == "callee" else record.origin
+            if record.outcome == "running":  # a call still running: its own subject, not kept
+                token = "." + token
             batch = batches.get(token)
             if batch is None:
                 batch = batches[token] = []
@@ -230,7 +233,9 @@ class AuditLog:
         for token, records in batches.items():
             subject = self._subjects.get(token)
             if subject is None:
-                subject = self._subjects[token] = self.link.subjects.audit(token)
+                subjects = self.link.subjects
+                subject = subjects.running(token[1:]) if token[0] == "." else subjects.audit(token)
+                self._subjects[token] = subject
             await self._publish(subject, records)
 
     async def _publish(self, subject: str, records: list[AuditRecord]) -> None:
