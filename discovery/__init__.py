@@ -1,9 +1,12 @@
-"""Capability discovery: a Redis-backed registry of agent instances and a local view of it."""
+"""Capability discovery: a Redis-backed registry of agent instances (or one in memory, for tests)
+and a local view of it."""
 
 from ._library import LIBRARY as LIBRARY
 from ._library import load_library as load_library
 from .limits import EntryTooLarge as EntryTooLarge
 from .limits import check_limits as check_limits
+from .memory import MemoryRegistry as MemoryRegistry
+from .memory import MemoryRegistryServer as MemoryRegistryServer
 from .profile import AgentCapability as AgentCapability
 from .profile import AgentProfile as AgentProfile
 from .profile import AgentStatus as AgentStatus
@@ -32,6 +35,8 @@ __all__ = [
     "EntryTooLarge",
     "InstanceState",
     "LocalView",
+    "MemoryRegistry",
+    "MemoryRegistryServer",
     "Registry",
     "RegistryKeys",
     "Resources",

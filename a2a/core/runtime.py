@@ -26,7 +26,7 @@ from bus import Bus
 from bus.errors import Unavailable
 from bus.tasks import loop_clock
 from bus.wire import Priority, ResponseEnvelope
-from discovery import LocalView, Registry
+from discovery import LocalView, MemoryRegistry, Registry
 from transports import MessageHandler, Subscription, Transport, TransportError
 from transports.durable import DurableStore
 
@@ -84,8 +84,8 @@ class Runtime:
             reports refused permissions and reconnections to the events it was made with,
             not to this runtime: the calls of a NATS transport made so are not sent again
             after a reconnect.
-        registry: use this registry instead of connecting to ``settings.redis_url``
-            (with neither, the runtime routes by name only and keeps no history).
+        registry: use this registry instead of connecting to ``settings.redis_url`` (with
+            neither, it routes by name only; with neither or a ``MemoryRegistry``, no history).
         policy: delegation rights checked on both sides of each hop (default: from
             the roster file ``settings.roster``, else everything allowed).
         redactor: PII rules applied before delegation and in audit records.
@@ -172,11 +172,11 @@ class Runtime:
             )
         if self.registry is not None:
             stack.push_async_callback(_shielded, self.registry.aclose)
-            self.history = HistoryStore(
-                self.registry.redis, s.namespace, redactor=self.redactor, objective_window=s.objective_window
-            )
-            self.facts_store = FactStore(self.registry.redis, s.namespace, redactor=self.redactor)
             self.view = LocalView(self.registry, trust_floor=s.trust_floor)
+        if self.registry is not None and not isinstance(self.registry, MemoryRegistry):  # Redis keeps them
+            redis, ns, window = self.registry.redis, s.namespace, s.objective_window
+            self.history = HistoryStore(redis, ns, redactor=self.redactor, objective_window=window)
+            self.facts_store = FactStore(redis, ns, redactor=self.redactor)
         self.bus = bus = Bus(
             self._transport,
             namespace=s.namespace,

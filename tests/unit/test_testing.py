@@ -39,6 +39,6 @@ async def test_a_broker_and_a_runtime_in_two_lines() -> None:
 async def test_runtime_options_and_settings_pass_through() -> None:
     roster = Roster.from_dict({"defaults": {"allow_sub_agent_calls": False}})
     async with TestBroker() as broker, broker.runtime(greeter, policy=Policy(roster), namespace="t1") as rt:
-        assert rt.settings.namespace == "t1" and rt.registry is None
+        assert rt.settings.namespace == "t1" and rt.registry is not None and rt.registry.namespace == "t1"
         with pytest.raises(PermissionDenied):
             await rt.call("greeter", "relay", {"to": "greeter"})
