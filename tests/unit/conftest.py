@@ -28,5 +28,5 @@ def broker(a2a_broker: TestBroker) -> TestBroker:
 
 @pytest.fixture
 def make_runtime(a2a_runtime: RuntimeFactory) -> RuntimeFactory:
-    """Runtimes on the in-memory broker, without a registry; all closed at the end."""
+    """Runtimes on the in-memory broker (and its in-memory registry); all closed at the end."""
     return a2a_runtime
