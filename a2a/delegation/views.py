@@ -28,6 +28,7 @@ from bus.handoff import (
 from bus.wire import RequestEnvelope, ResponseEnvelope, TokenUsage
 
 __all__ = [
+    "DEFAULT_CONTEXT_TOKENS",
     "Constraints",
     "DelegationRequest",
     "DelegationResponse",
@@ -40,6 +41,9 @@ __all__ = [
 ]
 
 GatherPolicy = Literal["all", "first", "quorum"]
+
+DEFAULT_CONTEXT_TOKENS = 4000
+"""Seed 000's default for ``max_context_tokens``: the most tokens of context a delegation carries."""
 
 
 class Constraints(msgspec.Struct, kw_only=True):
@@ -245,7 +249,7 @@ class DelegationStep:
     objective: str = ""
     action: str = "task"
     context: ContextFilter | None = None
-    max_context_tokens: int = 4000
+    max_context_tokens: int = DEFAULT_CONTEXT_TOKENS
     workspace: str | None = None
     input: Any = None
     context_hints: Sequence[str] = ()
