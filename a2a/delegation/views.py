@@ -69,6 +69,8 @@ class DelegationRequest(msgspec.Struct, kw_only=True):
     current_depth: int
     created_at: str
     context: FilteredContext | None = None
+    expected_outcome: str = ""
+    """What the callee should produce or verify (seed 003's third part of a delegation)."""
 
     @classmethod
     def from_envelope(cls, env: RequestEnvelope) -> DelegationRequest:
@@ -92,6 +94,7 @@ class DelegationRequest(msgspec.Struct, kw_only=True):
             current_depth=meta.depth,
             created_at=datetime.datetime.fromtimestamp(meta.timestamp / 1000, datetime.UTC).isoformat(),
             context=d.context if d else None,
+            expected_outcome=d.expected_outcome if d else "",
         )
 
 
@@ -260,6 +263,7 @@ class DelegationStep:
     allow_nested_calls: bool = False
     budget: int | None = None
     timeout: float | None = None
+    expected_outcome: str = ""
 
 
 class StepOptions(TypedDict, total=False):
@@ -280,6 +284,7 @@ class StepOptions(TypedDict, total=False):
     allow_nested_calls: bool
     budget: int | None
     timeout: float | None
+    expected_outcome: str
 
 
 @dataclass

@@ -34,6 +34,7 @@ REQUEST = RequestEnvelope(
         ),
         thread_id="thread-9",
         max_context_tokens=6000,
+        expected_outcome="merchant, date and total",
     ),
 )
 
@@ -58,6 +59,7 @@ def test_seed_002_delegation_request_view() -> None:
     )
     assert view.context_hints == ["receipt", "ocr"] and view.handoff_data.facts == ["lives in Canada"]
     assert view.handoff_data.references == [SourceRef(owner_scope="u-7", source_id="doc-3", relevance=0.8)]
+    assert view.expected_outcome == "merchant, date and total"
     assert view.created_at.startswith("2023-11-14T22:13:20")
     keys = set(msgspec.to_builtins(view))
     assert {"request_id", "origin_employee", "target_employee", "constraints", "handoff_data"} <= keys
