@@ -92,6 +92,9 @@ class Delegation(Wire):
     thread_id: str | None = None
     """The callee's conversation thread (seed 002 ``child_session_id``)."""
     max_context_tokens: int | None = None
+    expected_outcome: str = ""
+    """What the callee should produce or verify (seed 003); unlike ``objective``, never
+    part of the cycle check, so different tasks may expect the same outcome."""
 
 
 class Artifact(Wire):

@@ -16,27 +16,41 @@ from a2a import (
     ContextFilter,
     DelegationResult,
     DelegationStep,
+    HandoffData,
+    SourceRef,
     by_capability,
 )
 
+_STEP_KEYS = (
+    "objective",
+    "action",
+    "max_context_tokens",
+    "input",
+    "thread_mode",
+    "thread_id",
+    "allowed_tools",
+    "allow_nested_calls",
+    "budget",
+    "timeout",
+)
+"""Fields a spec may give; those it leaves out keep DelegationStep's (seed 000's) defaults."""
+
+
+def _options(spec: dict[str, Any]) -> dict[str, Any]:
+    options = {k: spec[k] for k in _STEP_KEYS if k in spec}
+    if spec.get("context") is not None:
+        options["context"] = ContextFilter(**spec["context"])
+    if spec.get("references") is not None:
+        options["handoff"] = HandoffData(references=[SourceRef(**r) for r in spec["references"]])
+    return options
+
+
+def _target(spec: dict[str, Any]) -> Any:
+    return by_capability(*spec["capabilities"]) if spec.get("capabilities") else spec["target"]
+
 
 def _step(spec: dict[str, Any]) -> DelegationStep:
-    flt = spec.get("context")
-    return DelegationStep(
-        target=by_capability(*spec["capabilities"]) if spec.get("capabilities") else spec["target"],
-        task=spec.get("task", "do it"),
-        objective=spec.get("objective", ""),
-        action=spec.get("action", "task"),
-        context=ContextFilter(**flt) if flt is not None else None,
-        max_context_tokens=spec.get("max_context_tokens", 4000),
-        input=spec.get("input"),
-        thread_mode=spec.get("thread_mode", "new"),
-        thread_id=spec.get("thread_id"),
-        allowed_tools=spec.get("allowed_tools"),
-        allow_nested_calls=spec.get("allow_nested_calls", True),
-        budget=spec.get("budget"),
-        timeout=spec.get("timeout"),
-    )
+    return DelegationStep(target=_target(spec), task=spec.get("task", "do it"), **_options(spec))
 
 
 def make(name: str) -> Agent:
@@ -62,23 +76,7 @@ def make(name: str) -> Agent:
 
     @agent.action("delegate")
     async def delegate(ctx: Context, p: dict[str, Any]) -> Any:
-        s = _step(p)
-        response = await ctx.delegate(
-            s.target,
-            s.task,
-            objective=s.objective,
-            action=s.action,
-            context=s.context,
-            max_context_tokens=s.max_context_tokens,
-            input=s.input,
-            thread_mode=s.thread_mode,
-            thread_id=s.thread_id,
-            allowed_tools=s.allowed_tools,
-            allow_nested_calls=s.allow_nested_calls,
-            budget=s.budget,
-            timeout=s.timeout,
-        )
-        return response
+        return await ctx.delegate(_target(p), p.get("task", "do it"), **_options(p))
 
     @agent.action("chain")
     async def chain(ctx: Context, p: dict[str, Any]) -> Any:
@@ -155,6 +153,8 @@ def make(name: str) -> Agent:
             raise RuntimeError(p["fail"])
         if p.get("report_failure"):  # ran, and answers that it failed
             return DelegationResult(summary="gave up", status="failed", error=p["report_failure"])
+        if p.get("call"):  # a nested call of the callee's own
+            await ctx.call(p["call"], "whoami")
         for tool in p.get("tools", []):
             ctx.authorize_tool(tool)
         if p.get("spend"):
@@ -175,6 +175,7 @@ def make(name: str) -> Agent:
             "handoff": msgspec.to_builtins(d.handoff_data),
             "thread_messages": len(thread),
             "user": ctx.user_id,
+            "max_context_tokens": ctx.request.delegation.max_context_tokens,  # type: ignore[union-attr]
         }
         return DelegationResult(
             summary=f"{name} did: {d.input}",
@@ -182,6 +183,8 @@ def make(name: str) -> Agent:
             artifacts=[Artifact(type="json", value=received, label="what the callee received")],
             confidence=80,
             new_facts=list(p.get("learn", [])),
+            used_sources=list(d.handoff_data.references or []),
+            requires_followup=bool(p.get("followup")),
         )
 
     return agent

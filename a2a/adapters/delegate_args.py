@@ -17,12 +17,9 @@ import msgspec
 from bus.errors import InvalidParams
 from bus.handoff import ContextFilter
 
-from ..delegation.views import DelegationResponse
+from ..delegation.views import DEFAULT_CONTEXT_TOKENS, DelegationResponse
 
 __all__ = ["DEFAULT_CONTEXT_TOKENS", "DelegateArgs", "answer_text", "delegate_schema", "parse"]
-
-DEFAULT_CONTEXT_TOKENS = 4000
-"""Seed 000's default for ``max_context_tokens``."""
 
 ROLES = ("user", "assistant", "tool", "system")
 
@@ -118,6 +115,7 @@ def delegate_schema(agents: Sequence[str] | None, bound: bool, max_context_token
             "type": "integer",
             "minimum": 1,
             "maximum": max_context_tokens,
+            "default": max_context_tokens,
             "description": f"Tokens of context the agent gets at most (default {max_context_tokens}).",
         },
         "allowed_tools": {

@@ -341,8 +341,9 @@ class Context:
         other arguments are not used); the keywords are the step's fields (``objective``,
         ``action="task"``, ``context``, ``max_context_tokens=4000``, ``workspace``, ``input``,
         ``context_hints``, ``handoff``, ``thread_mode="new"``, ``thread_id``,
-        ``allowed_tools``, ``allow_nested_calls=False``, ``budget``, ``timeout``). The callee
-        gets ``task`` and the part of this conversation ``context`` selects, fitted into
+        ``allowed_tools``, ``allow_nested_calls=False``, ``budget``, ``timeout``,
+        ``expected_outcome``: what the callee should produce or verify). The callee gets
+        ``task`` and the part of this conversation ``context`` selects, fitted into
         ``max_context_tokens`` (files under ``workspace`` when the filter includes it), all
         redacted of PII. ``thread_mode="reuse"`` continues the callee thread ``thread_id``
         of an earlier delegation. Nested calls are off by default (seed 000). The

@@ -174,6 +174,7 @@ class Delegator:
                 thread_mode=step.thread_mode,
                 thread_id=thread_id,
                 max_context_tokens=step.max_context_tokens,
+                expected_outcome=redactor.redact(step.expected_outcome),
             )
             options = CallOptions(
                 timeout=step.timeout,

@@ -30,16 +30,19 @@ refuses a call that has neither."""
 def input_text(ctx: Context, params: Mapping[str, Any], key: str = "input") -> str:
     """The text to work on.
 
-    A delegated task (seed 002) gives, in this order: the task, its objective, its input,
-    the facts handed on about the user, the filtered context it carries (the summary, the
-    messages, the workspace) and the agent that asked (last: a program reading the first
-    line reads the task); a plain call gives ``params[key]``, which must be a non-empty string.
+    A delegated task (seed 002) gives, in this order: the task, its objective, the outcome
+    expected (seed 003), its input, the facts handed on about the user, the filtered context
+    it carries (the summary, the messages, the workspace) and the agent that asked (last: a
+    program reading the first line reads the task); a plain call gives ``params[key]``,
+    which must be a non-empty string.
     """
     d = ctx.request.delegation
     if d is not None and d.task:
         parts = [d.task]
         if d.objective and d.objective != d.task:
             parts.append(f"Objective: {d.objective}")
+        if d.expected_outcome:
+            parts.append(f"Expected outcome: {d.expected_outcome}")
         if d.input is not None:
             parts.append(f"Input: {d.input if isinstance(d.input, str) else _json(d.input)}")
         facts = d.handoff.facts if d.handoff is not None else None

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from bus.handoff import ChatMessage, ContextFilter, FilteredContext
 
+from .project import project_info
+
 __all__ = ["ContextBuilder", "TokenCounter", "estimate_tokens", "workspace_context"]
 
 TokenCounter = Callable[[str], int]
@@ -36,7 +38,8 @@ def _message_text(message: ChatMessage) -> str:
 def workspace_context(
     root: str | os.PathLike[str], files: Sequence[str] | None = None, *, limit: int = 20
 ) -> str:
-    """Working directory and either the named files that exist, or the top-level entries."""
+    """Working directory, either the named files that exist or the top-level entries, then
+    the project's name and tech stack when its manifests give them (seed 000's project info)."""
     root_path = Path(root)
     lines = [f"Working directory: {root_path}"]
     if files is not None:
@@ -54,7 +57,9 @@ def workspace_context(
             entries = []
         for entry in entries:
             lines.append(f"  [{'DIR' if entry.is_dir() else 'FILE'}] {entry.name}")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    project = project_info(root_path)
+    return text + "\n" + project.text() if project is not None else text
 
 
 class ContextBuilder:

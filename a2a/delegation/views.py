@@ -28,6 +28,7 @@ from bus.handoff import (
 from bus.wire import RequestEnvelope, ResponseEnvelope, TokenUsage
 
 __all__ = [
+    "DEFAULT_CONTEXT_TOKENS",
     "Constraints",
     "DelegationRequest",
     "DelegationResponse",
@@ -40,6 +41,9 @@ __all__ = [
 ]
 
 GatherPolicy = Literal["all", "first", "quorum"]
+
+DEFAULT_CONTEXT_TOKENS = 4000
+"""Seed 000's default for ``max_context_tokens``: the most tokens of context a delegation carries."""
 
 
 class Constraints(msgspec.Struct, kw_only=True):
@@ -65,6 +69,8 @@ class DelegationRequest(msgspec.Struct, kw_only=True):
     current_depth: int
     created_at: str
     context: FilteredContext | None = None
+    expected_outcome: str = ""
+    """What the callee should produce or verify (seed 003's third part of a delegation)."""
 
     @classmethod
     def from_envelope(cls, env: RequestEnvelope) -> DelegationRequest:
@@ -88,6 +94,7 @@ class DelegationRequest(msgspec.Struct, kw_only=True):
             current_depth=meta.depth,
             created_at=datetime.datetime.fromtimestamp(meta.timestamp / 1000, datetime.UTC).isoformat(),
             context=d.context if d else None,
+            expected_outcome=d.expected_outcome if d else "",
         )
 
 
@@ -245,7 +252,7 @@ class DelegationStep:
     objective: str = ""
     action: str = "task"
     context: ContextFilter | None = None
-    max_context_tokens: int = 4000
+    max_context_tokens: int = DEFAULT_CONTEXT_TOKENS
     workspace: str | None = None
     input: Any = None
     context_hints: Sequence[str] = ()
@@ -256,6 +263,7 @@ class DelegationStep:
     allow_nested_calls: bool = False
     budget: int | None = None
     timeout: float | None = None
+    expected_outcome: str = ""
 
 
 class StepOptions(TypedDict, total=False):
@@ -276,6 +284,7 @@ class StepOptions(TypedDict, total=False):
     allow_nested_calls: bool
     budget: int | None
     timeout: float | None
+    expected_outcome: str
 
 
 @dataclass

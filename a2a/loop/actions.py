@@ -3,7 +3,7 @@
 A model answers each turn with one JSON object tagged by ``action``::
 
     {"action": "call_agent", "target": "writer", "task": "...", "thread_mode": "new",
-     "context": {"files": ["src/agent/mod.rs:35-80"]}}
+     "context": {"files": ["src/agent/mod.rs:35-80"]}, "expected_outcome": "cargo check passes"}
     {"action": "tool_call", "tool": "read_file", "args": {"path": "src/agent/mod.rs"}}
     {"action": "done", "result": "Replaced Agent::run with retry. cargo check passes."}
     {"action": "respond", "text": "read_file failed: no such file; which path did you mean?"}
@@ -54,6 +54,9 @@ class CallAgent(Action, tag="call_agent"):
     objective: str = ""
     context: dict[str, Any] | None = None
     """File paths, symbols, error messages: the callee's parameters."""
+    expected_outcome: str = ""
+    """What the target should produce or verify (seed 003); the callee reads it in its
+    delegation (``expected_outcome``) beside the task."""
 
     @property
     def peer(self) -> str:

@@ -5,7 +5,8 @@ Each turn the model reads the conversation so far and answers with one action
 and tells the model what happened:
 
 - ``call_agent`` delegates through :meth:`Context.delegate` (its roster checks, thread
-  modes, redaction and history record), ``context`` becoming the callee's parameters;
+  modes, redaction and history record), ``context`` becoming the callee's parameters and
+  ``expected_outcome`` travelling beside the task;
 - ``tool_call`` runs a tool this agent was given, after :meth:`Context.authorize_tool`;
 - ``done`` ends the loop with a result, ``respond`` with an answer that claims no success.
 
@@ -284,6 +285,7 @@ class _Run:
                 target,
                 task,
                 objective=action.objective,
+                expected_outcome=action.expected_outcome,
                 input=action.context,
                 context=config.conversation,
                 thread_mode=action.thread_mode,

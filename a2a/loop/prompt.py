@@ -9,8 +9,10 @@ __all__ = ["instructions"]
 _ACTIONS = """\
 Answer every turn with exactly one JSON object, nothing else:
   {"action": "call_agent", "target": "<agent>", "task": "<specific task>", "thread_mode": "new",
-   "context": {"files": ["<path>"], "...": "what the agent needs"}}
-      give a peer a task; "thread_mode": "reuse" continues your last thread with that agent
+   "context": {"files": ["<path>"], "...": "what the agent needs"},
+   "expected_outcome": "<what the agent should produce or verify>"}
+      give a peer a task: always a specific task, its context and the expected outcome;
+      "thread_mode": "reuse" continues your last thread with that agent
   {"action": "tool_call", "tool": "<tool>", "args": {...}}
   {"action": "done", "result": "<what you did and how you checked it>"}
   {"action": "respond", "text": "<an answer, or the error details your caller needs>"}

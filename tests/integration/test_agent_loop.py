@@ -72,6 +72,8 @@ async def helper_task(ctx: Context, params: dict[str, Any]) -> DelegationResult:
     d = ctx.request.delegation
     assert d is not None
     seen = {"task": d.task, "params": params, "thread": ctx.thread_id}
+    if d.expected_outcome:
+        seen |= {"expected_outcome": d.expected_outcome, "objective": d.objective}
     return DelegationResult(summary=f"did: {d.task}", result=json.dumps(seen))
 
 
@@ -156,6 +158,38 @@ async def test_tools_and_delegations_in_new_and_reused_threads_then_done(rt: Run
     assert system["role"] == "system" and '"action": "call_agent"' in system["content"]
     assert "flaky, read_file, shell" in system["content"]
     assert task == {"role": "user", "content": "Document app.py"}
+
+
+async def test_a_call_carries_its_expected_outcome_to_the_callee(rt: Runtime, lead: Lead) -> None:
+    """Seed 003: a delegation gives a specific task, its context and the expected outcome."""
+    outcome = "a docstring on main, and app.py still imports"
+    lead.model = ScriptedModel(
+        [
+            {
+                "action": "call_agent",
+                "target": "helper",
+                "task": "Add a docstring to main in app.py",
+                "context": {"files": ["app.py:1-2"]},
+                "expected_outcome": outcome,
+            },
+            # The same outcome expected of another task is no loop (the objective is the cycle key).
+            {
+                "action": "call_agent",
+                "target": "helper",
+                "task": "Add one to App too",
+                "expected_outcome": outcome,
+            },
+            {"action": "done", "result": "documented"},
+        ]
+    )
+    result = await work(rt, "Document app.py")
+    assert result["status"] == "done" and result["unresolved"] == []
+    first, second = (json.loads(o["result"]["result"]) for o in lead.model.observations()[:2])
+    assert first["expected_outcome"] == second["expected_outcome"] == outcome
+    assert first["objective"] == "" and first["params"] == {"files": ["app.py:1-2"]}
+    system = lead.model.seen[0][0]["content"]
+    assert '"expected_outcome": "<what the agent should produce or verify>"' in system
+    assert "always a specific task, its context and the expected outcome" in system
 
 
 async def test_bad_json_and_unknown_actions_are_told_to_the_model(rt: Runtime, lead: Lead) -> None:

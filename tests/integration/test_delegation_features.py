@@ -303,3 +303,31 @@ async def test_facts_a_delegate_learns_are_kept_for_the_user_and_handed_to_later
     assert (await rt.facts(user))[0] == "prefers metric units" and len(await rt.facts(user)) == 2
     theirs = await rt.call("hop_a", "delegate", {"target": "hop_c", "task": "plan"}, user_id=other)
     assert not (received(theirs)["handoff"] or {}).get("facts") and await rt.facts(other) == []
+
+
+async def test_seed_002s_optional_fields_travel_both_ways(rt: Runtime) -> None:
+    """handoff_data.references reach the callee; used_sources, confidence, requires_followup
+    and duration_ms come back to the caller; max_context_tokens left out is seed 000's 4000."""
+    conversation = uuid.uuid4().hex
+    reference = {"owner_scope": "carol", "source_id": "receipt-17.jpg", "relevance": 0.75}
+    spec = {
+        "target": "hop_b",
+        "task": "extract the receipt",
+        "references": [reference],
+        "input": {"followup": True},
+    }
+    started = time.monotonic()
+    response = await rt.call("hop_a", "delegate", spec, user_id="carol", conversation_id=conversation)
+    elapsed_ms = (time.monotonic() - started) * 1000
+    seen = received(response)
+    wire_reference = {"ownerScope": "carol", "sourceId": "receipt-17.jpg", "relevance": 0.75}
+    assert seen["handoff"]["references"] == [wire_reference]
+    assert seen["max_context_tokens"] == 4000
+    assert response["used_sources"] == [wire_reference]
+    assert (response["confidence"], response["requires_followup"]) == (80, True)
+    assert 0 < response["duration_ms"] < elapsed_ms
+    assert rt.history is not None
+    (interaction,) = await rt.history.interactions(conversation)
+    assert interaction.duration_ms == round(response["duration_ms"], 3)
+    plain = await rt.call("hop_a", "delegate", {"target": "hop_b", "task": "again"}, user_id="carol")
+    assert plain["used_sources"] == [] and plain["requires_followup"] is False

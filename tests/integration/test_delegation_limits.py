@@ -336,6 +336,16 @@ async def test_allow_nested_calls_false_stops_further_delegation(rt: Runtime) ->
     await still_serving(rt)
 
 
+async def test_a_delegation_that_leaves_allow_nested_calls_out_cannot_call_further(rt: Runtime) -> None:
+    """Seed 000: allow_nested_calls defaults to false; the callee's own call is refused."""
+    spec: dict[str, Any] = {"target": "hop_b", "task": "look it up", "input": {"call": "hop_c"}}
+    with pytest.raises(PermissionDenied, match="nested") as info:
+        await rt.call("hop_a", "delegate", spec)
+    assert info.value.agent == "hop_b"
+    allowed = await rt.call("hop_a", "delegate", {**spec, "allow_nested_calls": True})
+    assert allowed["status"] == "success" and allowed["target_employee"] == "hop_b"
+
+
 # -- user isolation ----------------------------------------------------------------------
 
 

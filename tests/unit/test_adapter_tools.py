@@ -150,6 +150,7 @@ async def test_input_text_takes_the_text_parameter_or_a_delegated_task(tmp_path:
             "reads",
             "fix the parser",
             objective="green tests",
+            expected_outcome="parse('a b') returns ['a', 'b']",
             action="run",
             input={"file": "parser.py"},
             context=ContextFilter(last_messages=0, include_workspace=True, workspace_files=["parser.py"]),
@@ -164,6 +165,7 @@ async def test_input_text_takes_the_text_parameter_or_a_delegated_task(tmp_path:
     assert seen[0] == "hello"
     task = seen[1]
     assert task.startswith("fix the parser") and "Objective: green tests" in task
+    assert "\n\nExpected outcome: parse('a b') returns ['a', 'b']\n\nInput: " in task
     assert 'Input: {"file":"parser.py"}' in task
     assert "Workspace:" in task and "- parser.py" in task  # the workspace text, as a model would see it
     assert "Asked by: asks" in task  # the agent that delegated, by name

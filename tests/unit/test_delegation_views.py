@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from a2a import DelegationRequest, DelegationResponse, DelegationResult
 from a2a.delegation import SubAgentArgs, as_delegation_result
 from bus.errors import PermissionDenied
-from bus.handoff import ContextFilter, Delegation, FilteredContext, Grants, HandoffData
+from bus.handoff import ContextFilter, Delegation, FilteredContext, Grants, HandoffData, SourceRef
 from bus.wire import PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope, ResponseEnvelope, TokenUsage
 
 REQUEST = RequestEnvelope(
@@ -27,9 +28,13 @@ REQUEST = RequestEnvelope(
         objective="Extract receipt data",
         context=FilteredContext(total_tokens=12),
         context_hints=["receipt", "ocr"],
-        handoff=HandoffData(facts=["lives in Canada"]),
+        handoff=HandoffData(
+            facts=["lives in Canada"],
+            references=[SourceRef(owner_scope="u-7", source_id="doc-3", relevance=0.8)],
+        ),
         thread_id="thread-9",
         max_context_tokens=6000,
+        expected_outcome="merchant, date and total",
     ),
 )
 
@@ -53,6 +58,8 @@ def test_seed_002_delegation_request_view() -> None:
         15000,
     )
     assert view.context_hints == ["receipt", "ocr"] and view.handoff_data.facts == ["lives in Canada"]
+    assert view.handoff_data.references == [SourceRef(owner_scope="u-7", source_id="doc-3", relevance=0.8)]
+    assert view.expected_outcome == "merchant, date and total"
     assert view.created_at.startswith("2023-11-14T22:13:20")
     keys = set(msgspec.to_builtins(view))
     assert {"request_id", "origin_employee", "target_employee", "constraints", "handoff_data"} <= keys
@@ -66,8 +73,15 @@ def test_seed_000_sub_agent_args_view() -> None:
 
 
 def test_responses_and_errors_as_seed_results() -> None:
+    source = SourceRef(owner_scope="u-7", source_id="receipt.jpg", relevance=0.9)
     body = DelegationResult(
-        summary="done", result="3 fields", new_facts=["total 12.50"], tool_calls=["read"], confidence=90
+        summary="done",
+        result="3 fields",
+        new_facts=["total 12.50"],
+        used_sources=[source],
+        tool_calls=["read"],
+        confidence=90,
+        requires_followup=True,
     )
     response = ResponseEnvelope(
         message_id="m2",
@@ -89,6 +103,8 @@ def test_responses_and_errors_as_seed_results() -> None:
         "success",
         150,
     )
+    assert (ok.used_sources, ok.confidence, ok.requires_followup) == ([source], 90, True)
+    assert (ok.duration_ms, ok.child_session_id) == (42.0, "thread-9")
     sub = ok.to_sub_agent_result()
     assert (sub.success, sub.output, sub.tool_calls, sub.tokens_used, sub.errors) == (
         True,
@@ -97,6 +113,7 @@ def test_responses_and_errors_as_seed_results() -> None:
         150,
         [],
     )
+    assert sub.duration_seconds == pytest.approx(0.042)  # seed 000: 42 ms is 0.042 s
     error = PermissionDenied("no", agent="byte-doc", hop=2)
     failed = DelegationResponse.from_error("req-2", "byte-doc", error, 3.0)
     assert (failed.status, failed.error_code, failed.error_agent, failed.error_hop) == (
@@ -105,7 +122,9 @@ def test_responses_and_errors_as_seed_results() -> None:
         "byte-doc",
         2,
     )
+    assert (failed.confidence, failed.requires_followup, failed.used_sources) == (None, False, [])
     assert failed.to_sub_agent_result().errors == ["PERMISSION_DENIED: no"]
+    assert failed.to_sub_agent_result().duration_seconds == pytest.approx(0.003)
 
 
 def test_plain_handler_values_become_delegation_results() -> None:
