@@ -10,6 +10,7 @@ root); each test prints the folder (``pytest -rP`` shows it).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -17,11 +18,13 @@ from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import pytest
 
 from a2a import Agent, Context
+from a2a.console.links import Jaeger
 from bus.errors import InvalidParams
 from tests.console.conftest import Console
 from tests.helpers import ROOT
@@ -37,6 +40,12 @@ if CHROMIUM is None and not os.environ.get("CI"):  # .ci/run installs it: there 
 from playwright.async_api import Browser, Page, async_playwright, expect  # noqa: E402
 
 SIZES = [(1280, 900), (800, 900), (390, 844)]
+JAEGER = "http://jaeger.example:16686"
+
+
+@pytest.fixture
+def jaeger() -> Jaeger:
+    return Jaeger.checked(JAEGER)
 
 
 def sleeper() -> Agent:
@@ -124,6 +133,13 @@ async def test_defaults_a_running_call_its_tree_filters_and_figures(
     await expect(page.locator("#tree li.node.running")).to_have_count(0)
     await expect(page.locator("#tree li.node.ok")).to_have_count(4)
     await expect(page.locator("#detail")).to_contain_text("took")
+    root = await page.locator("#tree > ul > li.node").get_attribute("data-id")
+    trace = page.locator("#detail a.trace")
+    await expect(trace).to_have_text("Open its trace in Jaeger")
+    link = urlsplit(await trace.get_attribute("href") or "")
+    assert f"{link.scheme}://{link.netloc}{link.path}" == JAEGER + "/search"
+    assert json.loads(parse_qs(link.query)["tags"][0]) == {"a2a.correlation_id": root}
+    await expect(page.locator("#tree a.trace")).to_have_count(4)  # one for each call
 
     # Filters: by user, by error code, by agent.
     with pytest.raises(InvalidParams):
