@@ -10,6 +10,7 @@ agent's bridge frames never reach it. Every input is checked: a bad one gets a t
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,7 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth, jaeger: Jaege
                 "calls": calls[-SHOWN_CALLS:],
                 "running": running,
                 "traces": jaeger is not None,
+                "now": int(time.time() * 1000),
             }
         )
 

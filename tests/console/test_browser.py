@@ -169,6 +169,17 @@ async def test_defaults_a_running_call_its_tree_filters_and_figures(
     await page.click("#filter-clear")
     await expect(rows).not_to_have_count(3)
     await fits(page, width)
+
+    # A list is one Tab stop; the arrow keys move in it, Enter picks.
+    await page.focus('#calls button.row[tabindex="0"]')
+    await page.keyboard.press("Home")
+    await expect(page.locator("#calls li.call").first.locator("button.row")).to_be_focused()
+    await page.keyboard.press("ArrowDown")
+    second = page.locator("#calls li.call").nth(1)
+    await expect(second.locator("button.row")).to_be_focused()
+    await page.keyboard.press("Enter")
+    await expect(second.locator("button.row")).to_have_attribute("aria-current", "true")
+    await expect(page.locator("#detail")).to_be_visible()
     assert complaints == []
 
 

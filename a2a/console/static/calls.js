@@ -4,11 +4,15 @@
 
 const SHOWN = 150;  // rows of a list
 
-function addCall(c) {
+// A running call's start on this page's clock: from when it was announced (its duration then),
+// or, for one listed by the server (``now``: the server's clock), from its start.
+function addCall(c, serverNow) {
   const id = c.requestId;
   if (c.outcome === "running") {
     if (S.calls.has(id)) return;  // its end came first
-    c.t0 = Date.now() - c.durationMs;
+    const had = S.running.get(id);
+    c.t0 = had ? had.t0 : serverNow ? Date.now() - Math.max(c.durationMs, serverNow - c.startedAt)
+      : Date.now() - c.durationMs;
     S.running.set(id, c);
   } else {
     S.running.delete(id);
