@@ -170,6 +170,12 @@ async def test_defaults_a_running_call_its_tree_filters_and_figures(
     await expect(rows).not_to_have_count(3)
     await fits(page, width)
 
+    # A session's conversation, picked in the list: the calls it made.
+    await page.locator("#conversations button.row", has_text="review this API").click()
+    await expect(page.locator("#tree-of")).to_contain_text("in conversation sess_")
+    await expect(page.locator("#tree li.node")).to_have_text([re.compile(r"client → drafter\.prompt")])
+    await expect(page.locator("#conversations button.row", has_text="client → sleeper.fail")).to_have_count(1)
+
     # A list is one Tab stop; the arrow keys move in it, Enter picks.
     await page.focus('#calls button.row[tabindex="0"]')
     await page.keyboard.press("Home")

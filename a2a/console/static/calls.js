@@ -85,7 +85,8 @@ RENDER.conversations = () => {
     if (!passes(c)) continue;
     let g = groups.get(c.conversationId);
     if (!g) groups.set(c.conversationId, g = { id: c.conversationId, calls: 0, running: 0, errors: 0, last: 0,
-      agents: new Set(), user: c.userId });
+      agents: new Set(), user: c.userId, first: c });
+    if (c.startedAt < g.first.startedAt) g.first = c;
     g.calls += 1; g.running += c.outcome === "running" ? 1 : 0; g.errors += failed(c) ? 1 : 0;
     g.last = Math.max(g.last, c.startedAt + (c.outcome === "running" ? 0 : c.durationMs));
     g.agents.add(c.target);
@@ -100,7 +101,9 @@ RENDER.conversations = () => {
       b.type = "button"; b.dataset.key = g.id;
       if (g.id === S.conversation) b.setAttribute("aria-current", "true");
       const session = S.sessions.get(g.id);
-      b.append(el("span", "title", session ? session.objective.slice(0, 80) : "conversation " + short(g.id)));
+      const first = g.first.origin + " \u2192 " + g.first.target + "." + g.first.action;
+      b.append(el("span", "title", session ? session.objective.slice(0, 80) : first));
+      b.title = "conversation " + g.id;
       const t = el("time", "at", clock(g.last));
       t.title = stamp(g.last);
       const meta = el("span", "who", g.calls + " call" + (g.calls === 1 ? "" : "s") +
