@@ -1,7 +1,9 @@
-"""The web console: the registry, live call timelines and operator-driven sessions in a browser.
+"""The web console: the registry, live calls and operator-driven sessions in a browser.
 
-``serve_console(runtime, sessions)`` serves it (``app``: the page and its JSON API, ``page``:
-the HTML, ``feed``: the live events, ``auth``: who is using it); ``a2a console`` runs it.
+``serve_console(runtime, sessions)`` serves it (``app``: the page and its JSON API; ``feed``:
+the live events, calls as they run included; ``rows``: what the page gets of each thing;
+``controls``: a person's controls and what they did; ``links``: links to traces in Jaeger;
+``auth``: who is using it); ``a2a console`` runs it.
 """
 
 from .auth import ConsoleAuth as ConsoleAuth

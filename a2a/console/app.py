@@ -1,13 +1,16 @@
 """The console's HTTP side: the page, a JSON API over sessions, and one event stream (SSE).
 
 The page gets what a person needs and nothing more: sessions (their turns, state and
-ending), the registry and the call records of the user's conversations. Credentials,
-tokens and the local agent's bridge frames never reach it.
+ending), the registry, the remote agents a local agent may send to, and the call records
+of the user's conversations (those still running too). Credentials, tokens and the local
+agent's bridge frames never reach it. Every input is checked: a bad one gets a typed error
+(``{"error": {"code", "message"}}``), never a traceback.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +29,27 @@ from starlette.responses import (
 from starlette.routing import Route
 
 from bus.errors import A2AError, InvalidParams, PermissionDenied, Unavailable
+from bus.subjects import validate_name
 
 from ..sessions import Limits, Sessions
 from ..sessions.store import NotFound
 from .auth import COOKIE, ConsoleAuth
-from .feed import Event, Feed, agent_row, call_row, session_row
+from .controls import apply_control
+from .feed import Event, Feed
+from .links import Jaeger
+from .rows import agent_row, call_row, session_row
 
 __all__ = ["console_app"]
 
 STATIC = Path(__file__).resolve().parent / "static"
-_FILES = {"console.css": "text/css", "console.js": "text/javascript"}
+_FILES = {
+    "console.css": "text/css",
+    "console.js": "text/javascript",
+    "session.js": "text/javascript",
+    "calls.js": "text/javascript",
+    "main.js": "text/javascript",
+    "icon.svg": "image/svg+xml",
+}
 _SECURITY = {
     "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
@@ -49,10 +63,10 @@ _STATUS = {NotFound: 404, PermissionDenied: 403, Unavailable: 503}
 _LIMITS = ("maxTurns", "maxDurationMs", "maxFailures", "maxTokensBudget")
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 _API_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
-_CONTROLS = ("pause", "resume", "stop", "approve", "write", "takeover", "handback")
+SHOWN_CALLS = 1000
 
 
-def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Any:
+def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth, jaeger: Jaeger | None = None) -> Any:
     def visible(event: Event, user: str) -> bool:
         if event.kind == "agents":
             return True
@@ -110,14 +124,39 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Any:
         if user is None:
             return unauthorised()
         try:
-            mine = await sessions.sessions(user)
+            mine = [session_row(s, await feed.edited(s)) for s in await sessions.sessions(user)]
         except A2AError as exc:
             return failure(exc)
-        calls = [call_row(r) for r in feed.calls if auth.open or r.user_id == user][-500:]
+        mine_only = not auth.open
+        calls = [call_row(r, jaeger) for r in feed.calls if not mine_only or r.user_id == user]
+        running = [call_row(r, jaeger) for r in feed.still_running() if not mine_only or r.user_id == user]
         agents = [agent_row(p) for p in sorted(feed.agents, key=lambda p: (p.name, p.agent_id))]
         return reply(
-            {"user": user, "agents": agents, "sessions": [session_row(s) for s in mine], "calls": calls}
+            {
+                "user": user,
+                "agents": agents,
+                "sessions": mine,
+                "calls": calls[-SHOWN_CALLS:],
+                "running": running,
+                "traces": jaeger is not None,
+                "now": int(time.time() * 1000),
+            }
         )
+
+    async def policy(request: Request) -> Response:
+        user = auth.user_of(request)
+        if user is None:
+            return unauthorised()
+        try:
+            local = validate_name("local agent", request.path_params["local"])
+        except ValueError as exc:
+            return failure(InvalidParams(str(exc)))
+        try:
+            p = await sessions.policy(user, local)
+        except A2AError as exc:
+            return failure(exc)
+        allowed = p.allowed_shared_device_ids if p.allow_shared_agent_calls else []
+        return reply({"local": local, "allowShared": p.allow_shared_agent_calls, "remotes": allowed})
 
     async def events(request: Request) -> Response:
         user = auth.user_of(request)
@@ -137,9 +176,9 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Any:
                         continue
                     data = event.data
                     if event.kind == "call":
-                        data = call_row(data)
+                        data = call_row(data, jaeger)
                     elif event.kind == "session":
-                        data = session_row(data)
+                        data = session_row(data, event.edited)
                     yield f"event: {event.kind}\ndata: ".encode() + msgspec.json.encode(data) + b"\n\n"
 
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
@@ -171,7 +210,8 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Any:
         if user is None:
             return unauthorised()
         try:
-            return reply(session_row(await sessions.get(request.path_params["id"], user)))
+            s = await sessions.get(request.path_params["id"], user)
+            return reply(session_row(s, await feed.edited(s)))
         except A2AError as exc:
             return failure(exc)
 
@@ -186,23 +226,14 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Any:
             text = body.get("text")
             if text is not None and not isinstance(text, str):
                 raise InvalidParams("text must be a string")
-            if action == "pause":
-                s = await sessions.pause(session_id, user)
-            elif action == "resume":
-                s = await sessions.resume(session_id, user)
-            elif action == "stop":
-                s = await sessions.stop(session_id, user)
-            elif action == "approve":
-                s = await sessions.approve(session_id, user, text)
-            elif action == "write":
-                s = await sessions.write(session_id, user, text or "")
-            elif action in ("takeover", "handback"):
-                s = await sessions.take_over(session_id, user, on=action == "takeover")
-            else:
-                raise InvalidParams(f"unknown control {action!r}; one of {', '.join(_CONTROLS)}")
+            done = await apply_control(sessions, feed.edits, session_id, user, action, text)
         except A2AError as exc:
             return failure(exc)
-        return reply(session_row(s))
+        row = session_row(done.session, await feed.edited(done.session))
+        if done.notice is not None:
+            row["notice"] = done.notice
+            row["setAside"] = done.set_aside
+        return reply(row)
 
     app = Starlette(
         routes=[
@@ -214,6 +245,7 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth) -> Any:
             Route("/api/sessions", start, methods=["POST"]),
             Route("/api/sessions/{id}", one),
             Route("/api/sessions/{id}/{action}", control, methods=["POST"]),
+            Route("/api/policies/{local}", policy),
         ]
     )
     return app if not auth.open else _LoopbackOnly(app)

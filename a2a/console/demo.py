@@ -1,5 +1,6 @@
 """``a2a console --demo``: a stdio local agent (``drafter``) and a bus agent (``reviewer``)
-to run sessions between, with the policy that lets the one send to the other."""
+to run sessions between, with the policy that lets the one send to the other; the servers'
+URLs are printed, so that other programs (``a2a watch``, agents of one's own) can join."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ..core.runtime import Runtime
 from ..sessions import Sessions, SharedCallPolicy
 from ..stdio import stdio_agent
 
-__all__ = ["serve_demo_agents"]
+__all__ = ["serve_demo_agents", "server_lines"]
 
 _REVIEWS = [
     "Looks like a start. Which endpoints take an id from the caller?",
@@ -35,7 +36,26 @@ def reviewer() -> Agent:
     return agent
 
 
+def server_lines(runtime: Runtime) -> list[str]:
+    """``NATS <url>`` and ``Redis <url>`` of ``runtime``, without the credentials they may hold."""
+    s = runtime.settings
+    lines = ["NATS   " + ",".join(_shown(u) for u in s.nats_url.split(","))]
+    if s.redis_url:
+        lines.append("Redis  " + _shown(s.redis_url))
+    return lines
+
+
+def _shown(url: str) -> str:
+    scheme, sep, rest = url.strip().partition("://")
+    netloc, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{netloc.rpartition('@')[2]}{slash}{path}" if sep else url
+
+
 async def serve_demo_agents(runtime: Runtime, sessions: Sessions, user: str) -> None:
+    """Serve the demo's agents and allow the drafter to send to the reviewer, and print where
+    the servers are (the console prints its own URL once it listens)."""
+    for line in server_lines(runtime):
+        print(line, flush=True)
     drafter = stdio_agent(
         "drafter",
         [sys.executable, "-m", "a2a.console.demo_drafter"],

@@ -1,15 +1,19 @@
 """What the console and ``a2a watch`` show live: calls (audit records), sessions, the registry.
 
-One :class:`Feed` per process subscribes once to the audit records and the session
-events and hands each to every listener through a bounded queue; a listener too slow to
-keep up loses events (counted), never slows the others down.
+One :class:`Feed` per process subscribes once to the audit records, the records of calls
+still running and the session events, and hands each to every listener through a bounded
+queue; a listener too slow to keep up loses events (counted), never slows the others down.
+
+A call appears as it runs: a call still running after half a second is announced once
+(a record with the outcome ``running``, see :mod:`a2a.core.running`), and its final record,
+with the same request id, replaces it when it ends. Quicker calls appear when they end.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,7 +21,6 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from bus.errors import Unavailable
@@ -28,32 +31,46 @@ from ..core.runtime import Runtime
 from ..sessions.model import Session
 from ..sessions.store import SessionStore
 from ..stores.audit import AuditRecord, decode_records
+from .edits import Edits
+from .history import recent_calls
+from .rows import agent_row
 
-__all__ = ["Event", "Feed", "agent_row", "call_row", "session_row"]
+__all__ = ["Event", "Feed"]
 
 log = logging.getLogger("a2a.console")
 KEEP_CALLS = 2000
 QUEUE = 256
 REGISTRY_EVERY = 2.0  # seconds between registry snapshots
+RUNNING_FOR = 3600.0
+"""Seconds a call announced as running is shown without its end (its process may be gone)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """``kind`` is ``call`` (an AuditRecord), ``session`` (a Session) or ``agents`` (a list)."""
+    """``kind`` is ``call`` (an AuditRecord: an ended call, or one still ``running``),
+    ``session`` (a Session) or ``agents`` (a list of rows)."""
 
     kind: str
     data: Any
     user: str | None = None
     """Whose it is (None: everybody's, the registry)."""
+    edited: frozenset[int] = frozenset()
+    """A session's turns that the person edited before approving them."""
 
 
 class Feed:
     def __init__(self, runtime: Runtime, store: SessionStore) -> None:
         self.runtime = runtime
         self.store = store
+        self.edits = Edits(store.redis, store.prefix, store.ttl)
         self.calls: deque[AuditRecord] = deque(maxlen=KEEP_CALLS)
+        """Calls that ended, in the order their records arrived."""
+        self.running: OrderedDict[str, AuditRecord] = OrderedDict()
+        """Calls announced as running whose end has not arrived, by request id."""
         self.agents: list[AgentProfile] = []
         self.dropped = 0
+        self._ended: OrderedDict[str, None] = OrderedDict()
+        """Request ids of the calls that ended lately (a running record after its end is late)."""
         self._listeners: set[MemoryObjectSendStream[Event]] = set()
 
     @contextmanager
@@ -67,6 +84,21 @@ class Feed:
             send.close()
             receive.close()
 
+    def still_running(self) -> list[AuditRecord]:
+        """The calls running now, oldest announcement first (those shown too long are let go)."""
+        horizon = (time.time() - RUNNING_FOR) * 1000
+        for key in [k for k, r in self.running.items() if r.started_at < horizon]:
+            del self.running[key]
+        return list(self.running.values())
+
+    async def edited(self, session: Session) -> frozenset[int]:
+        """The turns of ``session`` the person edited (none known while Redis is away)."""
+        try:
+            return await self.edits.of(session)
+        except Unavailable as exc:
+            log.warning("edited messages of %s: %s", session.id, exc)
+            return frozenset()
+
     def _publish(self, event: Event) -> None:
         for listener in list(self._listeners):
             try:
@@ -78,23 +110,48 @@ class Feed:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 self._listeners.discard(listener)
 
+    def _ended_call(self, request_id: str) -> None:
+        self.running.pop(request_id, None)
+        self._ended[request_id] = None
+        while len(self._ended) > 2 * KEEP_CALLS:
+            self._ended.popitem(last=False)
+
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Follow calls, sessions and the registry until cancelled."""
 
         async def on_record(msg: Message) -> None:
             for record in decode_records(msg.data, msg.subject):
+                self._ended_call(record.request_id)
                 self.calls.append(record)
                 self._publish(Event("call", record, record.user_id))
 
-        subscription = await self.runtime.subscribe_audit(on_record) if self.runtime.audit.enabled else None
+        async def on_running(msg: Message) -> None:
+            for record in decode_records(msg.data, msg.subject):
+                if record.outcome != "running" or record.request_id in self._ended:
+                    continue  # its end came first
+                self.running[record.request_id] = record
+                while len(self.running) > KEEP_CALLS:
+                    self.running.popitem(last=False)
+                self._publish(Event("call", record, record.user_id))
+
+        subscriptions = []
+        if self.runtime.audit.enabled:
+            link = self.runtime.bus.link
+            subscriptions.append(await self.runtime.subscribe_audit(on_record))
+            subscriptions.append(await link.subscribe(self.runtime.bus.subjects.running_all, on_running))
+            past = await recent_calls(link.transport, self.runtime.settings.namespace, KEEP_CALLS)
+            past = [r for r in past if r.request_id not in self._ended]  # not those that came live
+            for record in past:
+                self._ended_call(record.request_id)
+            self.calls = deque([*past, *self.calls][-KEEP_CALLS:], maxlen=KEEP_CALLS)
         try:
             async with anyio.create_task_group() as tg:
                 await tg.start(self._follow_sessions)
                 await tg.start(self._follow_registry)
                 task_status.started()
         finally:
-            if subscription is not None:
-                with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):
+                for subscription in subscriptions:
                     await subscription.unsubscribe()
 
     async def _follow_sessions(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
@@ -106,7 +163,8 @@ class Feed:
                         started = True
                         task_status.started()
                     async for event in events:
-                        self._publish(Event("session", event.session, event.session.user_id))
+                        s = event.session
+                        self._publish(Event("session", s, s.user_id, await self.edited(s)))
             except Unavailable as exc:
                 log.warning("session events: %s; following again in 1 s", exc)
                 if not started:
@@ -132,37 +190,3 @@ class Feed:
                     self.agents = agents
                     self._publish(Event("agents", rows))
             await anyio.sleep(REGISTRY_EVERY)
-
-
-def agent_row(p: AgentProfile) -> dict[str, Any]:
-    return {
-        "name": p.name,
-        "instance": p.agent_id,
-        "capabilities": [c.id for c in p.capabilities],
-        "status": p.status,
-        "load": p.load,
-        "capacity": p.capacity,
-        "trust": 1.0 if p.trust is None else p.trust,
-        "lastSeenSecondsAgo": round(max(0.0, time.time() - p.last_seen / 1000), 1),
-    }
-
-
-def call_row(r: AuditRecord) -> dict[str, Any]:
-    return _whole(r)  # type: ignore[no-any-return]
-
-
-def session_row(s: Session) -> dict[str, Any]:
-    return _whole(s)  # type: ignore[no-any-return]
-
-
-def _whole(value: Any) -> Any:
-    """JSON-ready builtins with every field present (the wire form leaves defaults out, a page
-    should not have to know them)."""
-    if isinstance(value, msgspec.Struct):
-        names = zip(value.__struct_fields__, value.__struct_encode_fields__, strict=True)
-        return {wire: _whole(getattr(value, name)) for name, wire in names}
-    if isinstance(value, list | tuple):
-        return [_whole(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _whole(v) for k, v in value.items()}
-    return msgspec.to_builtins(value)

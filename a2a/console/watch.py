@@ -8,6 +8,9 @@ tools, a stdio agent's reported ones); the agents it called print as calls of th
     coder returned: SUCCESS (120 tokens, 1.20 s)
     Tools used: linter, tests
 
+A call still running after half a second prints its first line then, and the rest when it
+ends.
+
 Sessions print their new turns, changes of state and adoptions by another process.
 """
 
@@ -23,7 +26,12 @@ from .feed import Event
 __all__ = ["WatchFilter", "Watcher"]
 
 _WHO = {"local_agent": "Local Agent", "remote_agent": "Remote Agent", "user": "You"}
-_SENT = {"auto_sent": "auto-sent", "user_approved": "user-approved", "user_written": "user-written"}
+_SENT = {
+    "auto_sent": "auto-sent",
+    "user_approved": "user-approved",
+    "user_edited": "user-edited",
+    "user_written": "user-written",
+}
 TEXT = 160  # characters of a task or a turn on one line
 
 
@@ -55,24 +63,30 @@ class Watcher:
     only: WatchFilter = field(default_factory=WatchFilter)
     _seen: OrderedDict[str, tuple[str, int, int]] = field(default_factory=OrderedDict)
     _recent: deque[str] = field(default_factory=lambda: deque(maxlen=4096))
+    _running: deque[str] = field(default_factory=lambda: deque(maxlen=4096))
 
     def lines(self, event: Event) -> list[str]:
         if event.kind == "call":
             return self._call(event.data)
         if event.kind == "session":
-            return self._session(event.data)
+            return self._session(event.data, event.edited)
         return []
 
     def _call(self, r: AuditRecord) -> list[str]:
         if r.request_id in self._recent:
-            return []  # the caller's and the callee's record of one call
+            return []  # the caller's and the callee's record of one call, or a late running one
+        calling = f"{r.origin} calling {r.target} with task: {_clip(r.objective or r.action)}"
+        if r.outcome == "running":
+            if r.request_id in self._running or not self.only.calls(r):
+                return []
+            self._running.append(r.request_id)
+            return [calling]
         self._recent.append(r.request_id)
         if not self.only.calls(r):
             return []
-        task = r.objective or r.action
         result = "SUCCESS" if r.outcome == "ok" else "FAILED"
         out = [
-            f"{r.origin} calling {r.target} with task: {_clip(task)}",
+            *([] if r.request_id in self._running else [calling]),
             f"{r.target} returned: {result} ({r.tokens} tokens, {r.duration_ms / 1000:.2f} s)"
             + (f" {r.error_code}: {_clip(r.error_message or '')}" if r.error_code else ""),
         ]
@@ -80,7 +94,7 @@ class Watcher:
             out.append("Tools used: " + ", ".join(dict.fromkeys(r.tools)))
         return out
 
-    def _session(self, s: Session) -> list[str]:
+    def _session(self, s: Session, edited: frozenset[int] = frozenset()) -> list[str]:
         if not self.only.sessions(s):
             return []
         state, shown, adoptions = self._seen.get(s.id, ("", 0, 0))
@@ -90,7 +104,10 @@ class Watcher:
             again = {"local": ": the local agent is asked again", "remote": ": the message is sent again"}
             out.append(f"{head} adopted by {a.by} ({a.previous} is gone){again.get(a.rerun or '', '')}")
         for turn in s.turns[shown:]:
-            label = f" ({_SENT[turn.sent_by]}{', sent again' if turn.resent else ''})" if turn.sent_by else ""
+            sent_by: str | None = turn.sent_by
+            if sent_by == "user_approved" and turn.index in edited:
+                sent_by = "user_edited"
+            label = f" ({_SENT[sent_by]}{', sent again' if turn.resent else ''})" if sent_by else ""
             out.append(f"{head} turn {turn.index}: {_WHO[turn.role]}{label}: {_clip(turn.text)}")
         if s.state != state:
             why = (

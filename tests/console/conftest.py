@@ -14,6 +14,7 @@ import pytest
 
 from a2a import Runtime, Settings
 from a2a.console import ConsoleAuth, serve_console
+from a2a.console.links import Jaeger
 from a2a.sessions import Sessions, SharedCallPolicy
 from a2a.stdio import StdioPeer
 from tests.sessions.conftest import FAST, SCRIPTS, Received, remote_agents
@@ -35,7 +36,15 @@ def auth() -> ConsoleAuth:
 
 
 @pytest.fixture
-async def console(settings: Settings, auth: ConsoleAuth, tmp_path: Path) -> AsyncIterator[Console]:
+def jaeger() -> Jaeger | None:
+    """Where calls link to their traces (none by default)."""
+    return None
+
+
+@pytest.fixture
+async def console(
+    settings: Settings, auth: ConsoleAuth, jaeger: Jaeger | None, tmp_path: Path
+) -> AsyncIterator[Console]:
     peer = StdioPeer("drafter", [sys.executable, str(SCRIPTS / "drafter.py")], config=FAST)
     received: list[Received] = []
     async with (
@@ -46,6 +55,6 @@ async def console(settings: Settings, auth: ConsoleAuth, tmp_path: Path) -> Asyn
         await rt.serve(peer.agent(capabilities=["drafting"]), *remote_agents(received, 0.3))
         for user in ("local", "alice", "bob"):
             await sessions.set_policy(user, "drafter", POLICY)
-        port = await tg.start(partial(serve_console, rt, sessions, port=0, auth=auth))
+        port = await tg.start(partial(serve_console, rt, sessions, port=0, auth=auth, jaeger=jaeger))
         yield Console(f"http://127.0.0.1:{port}", rt, sessions, received)
         tg.cancel_scope.cancel()

@@ -1,5 +1,6 @@
-"""The README's two-line start: ``a2a console --demo`` on embedded servers, a session between the
-stdio drafter and the bus agent reviewer that runs to the reviewer's approval."""
+"""The README's two-line start: ``a2a console --demo`` on embedded servers, which it prints the
+URLs of, a session between the stdio drafter and the bus agent reviewer that runs to the
+reviewer's approval."""
 
 from __future__ import annotations
 
@@ -41,6 +42,9 @@ async def test_the_demo_console_runs_a_session_to_the_reviewers_approval(tmp_pat
                 assert proc.poll() is None, log.read_text()
                 await anyio.sleep(0.1)
         url = found.group(1).decode()
+        printed = log.read_text()  # the servers' URLs, then the console's
+        assert re.search(r"^NATS   nats://127\.0\.0\.1:\d+$", printed, re.M), printed
+        assert re.search(r"^Redis  redis://127\.0\.0\.1:\d+", printed, re.M), printed
         async with httpx.AsyncClient(base_url=url, timeout=10) as client:
             start = {
                 "local": "drafter",

@@ -1,136 +1,128 @@
 "use strict";
-const S = { sessions: new Map(), selected: null, calls: [], agents: [] };
+// The console's state and what the other scripts share: elements, the API, formatting and
+// rendering once per frame. Everything shown is set as text (textContent, never innerHTML):
+// agent output is untrusted.
+
+const S = {
+  user: "",
+  sessions: new Map(),   // id -> session row
+  selected: null,        // the session shown
+  calls: new Map(),      // requestId -> ended call, in arrival order
+  running: new Map(),    // requestId -> call still running (t0: when it started, on this clock)
+  agents: [],            // registry rows, one per instance
+  policies: new Map(),   // local agent -> {allowShared, remotes}
+  traces: false,         // calls link to Jaeger
+  filter: { agent: "", user: "", error: "" },
+  windowMin: 5,          // minutes the per-agent figures cover
+  conversation: null,    // the conversation whose calls the tree shows
+  tree: null,            // the call tree shown (a correlation id), or null: all of the conversation
+  call: null,            // the call whose details are shown
+  notice: null,          // {session, text}: what a control did
+  keptDraft: null,       // {session, text}: the draft take over set aside, to start from
+};
+const MAX_CALLS = 2000;
 const $ = (id) => document.getElementById(id);
-function el(tag, cls, text) { const e = document.createElement(tag); if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text; return e; }
-async function post(path, body) {
-  const r = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" },
-                                body: JSON.stringify(body || {}) });
-  const data = await r.json();
-  if (!r.ok) throw new Error((data.error && (data.error.code + ": " + data.error.message)) || r.statusText);
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+async function api(path, body) {
+  const init = body === undefined ? {} : {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  };
+  const r = await fetch(path, init);
+  let data = null;
+  try { data = await r.json(); } catch (e) { data = null; }
+  if (!r.ok) {
+    const err = data && data.error;
+    throw new Error(err ? err.code + ": " + err.message : r.status + " " + r.statusText);
+  }
   return data;
 }
-function keep(s) {  // a reply or an event may arrive after a newer one: keep the newest version
-  const old = S.sessions.get(s.id);
-  if (!old || old.version <= s.version) S.sessions.set(s.id, s);
+
+function pad(n, width) { return String(n).padStart(width || 2, "0"); }
+function clock(ms) {
+  const d = new Date(ms);
+  return pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
 }
-const WHO = { local_agent: ["L", "Local Agent"], remote_agent: ["R", "Remote Agent"], user: ["You", "You"] };
-const LABEL = { auto_sent: "auto-sent", user_approved: "user-approved", user_written: "user-written" };
-function renderSessions() {
-  const box = $("sessions"); box.replaceChildren();
-  const all = [...S.sessions.values()].sort((a, b) => b.startedAt - a.startedAt);
-  if (!all.length) box.append(el("p", "empty", "none yet"));
-  for (const s of all) {
-    const item = el("div", "item" + (s.id === S.selected ? " selected" : ""));
-    item.dataset.id = s.id;
-    item.append(el("div", "", s.objective.slice(0, 80)));
-    const line = el("div", "who", s.profileId + " \u2192 " + s.remote + " \u00b7 " + s.mode + " ");
-    line.append(el("span", "badge " + s.state, s.state)); item.append(line);
-    item.onclick = () => { S.selected = s.id; $("conversation").value = s.id;
-      renderSessions(); renderSession(); renderCalls(); };
-    box.append(item);
+function stamp(ms) {  // the full date and time, for a tooltip
+  const d = new Date(ms);
+  return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + clock(ms) +
+    "." + pad(d.getMilliseconds(), 3);
+}
+function duration(ms) {
+  if (ms < 1000) return Math.round(ms) + " ms";
+  if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s";
+  const s = Math.floor(ms / 1000);
+  return Math.floor(s / 60) + " min " + pad(s % 60) + " s";
+}
+function short(id) { return id && id.length > 14 ? id.slice(0, 6) + "\u2026" + id.slice(-6) : id || ""; }
+function treeOf(call) { return call.correlationId || call.requestId; }
+function elapsed(call) { return call.outcome === "running" ? Date.now() - call.t0 : call.durationMs; }
+function failed(call) { return call.outcome !== "ok" && call.outcome !== "running"; }
+function safeUrl(url) { return typeof url === "string" && /^https?:\/\//i.test(url) ? url : null; }
+
+function traceLink(call, focusable) {
+  const url = safeUrl(call.traceUrl);
+  if (!url) return null;
+  const a = el("a", "trace", "trace");
+  a.href = url; a.target = "_blank"; a.rel = "noopener noreferrer";
+  a.title = "this call's trace in Jaeger (opens a new tab)";
+  a.setAttribute("aria-label", "trace of " + call.origin + " to " + call.target + "." + call.action + " in Jaeger");
+  if (!focusable) a.tabIndex = -1;
+  return a;
+}
+
+// Rendering: parts marked dirty are drawn once, at the next frame.
+const RENDER = {};
+const dirty = new Set();
+let frame = 0;
+function schedule(...parts) {
+  for (const p of parts) dirty.add(p);
+  if (!frame) frame = requestAnimationFrame(flush);
+}
+function flush() {
+  frame = 0;
+  const parts = [...dirty];
+  dirty.clear();
+  for (const p of parts) RENDER[p]();
+}
+
+// Redraw a container without losing the keyboard's place: the element with the focus is
+// found again by its data-key.
+function redraw(box, build) {
+  const active = document.activeElement;
+  const key = active && box.contains(active) ? active.dataset.key : undefined;
+  box.replaceChildren(...build());
+  if (key !== undefined) {
+    const again = [...box.querySelectorAll("[data-key]")].find((e) => e.dataset.key === key);
+    if (again) again.focus({ preventScroll: true });
   }
+  rove(box);
 }
-function renderSession() {
-  const s = S.sessions.get(S.selected);
-  for (const id of ["pause", "resume", "stop", "takeover"]) $(id).disabled = !s;
-  if (!s) return;
-  $("objective").textContent = s.objective; $("objective").className = "";
-  $("session-state").textContent = s.state; $("session-state").className = "badge " + s.state;
-  $("meta").textContent = s.profileId + " \u2192 " + s.remote + " \u00b7 " + s.mode + " \u00b7 " +
-    (s.turns.filter(t => t.role !== "remote_agent").length) + "/" + s.limits.maxTurns + " turns \u00b7 " +
-    s.tokensUsed + " tokens" + (s.lastError ? " \u00b7 last error: " + s.lastError : "") +
-    (s.adoptions.length ? " \u00b7 adopted by " + s.adoptions[s.adoptions.length - 1].by : "");
-  const banner = $("banner");
-  if (s.ending) { banner.style.display = "block"; banner.className = s.ending.kind;
-    banner.textContent = (s.ending.kind === "limit" ? "Limit reached (" + s.ending.limit + "): " : "") + s.ending.message;
-  } else { banner.style.display = "none"; }
-  const turns = $("turns"); turns.replaceChildren();
-  for (const t of s.turns) {
-    const row = el("div", "turn " + t.role); const [short, name] = WHO[t.role] || ["?", t.role];
-    row.append(el("div", "avatar", short)); const body = el("div");
-    const who = el("div", "who", name); if (t.sentBy) who.append(el("span", "label " + t.sentBy, LABEL[t.sentBy]));
-    body.append(who, el("div", "text", t.text)); row.append(body); turns.append(row);
-  }
-  turns.scrollTop = turns.scrollHeight;
-  const waiting = s.state === "ready_to_send" && s.review;
-  $("draftbox").style.display = waiting ? "block" : "none";
-  if (waiting) {
-    $("review").textContent = s.review;
-    if ($("draft").dataset.for !== s.id + ":" + s.version) {
-      const editing = document.activeElement === $("draft") && $("draft").dataset.session === s.id;
-      if (!editing) $("draft").value = s.draft || "";
-      $("draft").dataset.for = s.id + ":" + s.version; $("draft").dataset.session = s.id;
-    }
-    $("approve").disabled = s.draft === null || s.draft === undefined;
-  }
-  const ended = ["completed", "error", "stopped"].includes(s.state);
-  $("pause").disabled = ended || s.state === "paused"; $("resume").disabled = s.state !== "paused";
-  $("stop").disabled = ended; $("takeover").disabled = ended;
-  $("takeover").textContent = s.takeover ? "Hand back" : "Take over";
+
+// A list is one stop of the Tab key; the arrow keys, Home and End move within it.
+function rove(box) {
+  const items = [...box.querySelectorAll("button.row")];
+  if (!items.length) return;
+  const current = items.find((b) => b === document.activeElement) ||
+    items.find((b) => b.getAttribute("aria-current") === "true") || items[0];
+  for (const b of items) b.tabIndex = b === current ? 0 : -1;
 }
-function renderAgents() {
-  const body = $("agents").querySelector("tbody"); body.replaceChildren();
-  for (const a of S.agents) {
-    const tr = el("tr"); tr.dataset.agent = a.name;
-    const name = el("td", "", a.name); name.append(el("div", "who", a.instance)); tr.append(name);
-    for (const v of [a.status, a.load + "/" + a.capacity, a.trust.toFixed(2), a.capabilities.join(", ")])
-      tr.append(el("td", "", String(v)));
-    body.append(tr);
-  }
-  const names = [...new Set(S.agents.map(a => a.name))];
-  for (const id of ["new-local", "new-remote"]) {
-    const sel = $(id), keep = sel.value; sel.replaceChildren();
-    for (const n of names) { const o = el("option", "", n); o.value = n; sel.append(o); }
-    if (names.includes(keep)) sel.value = keep;
-  }
+function roving(box) {
+  box.addEventListener("keydown", (ev) => {
+    const items = [...box.querySelectorAll("button.row")];
+    const at = items.indexOf(document.activeElement);
+    if (at < 0) return;
+    const to = { ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: items.length - 1 }[ev.key];
+    if (to === undefined || to < 0 || to >= items.length) return;
+    ev.preventDefault();
+    for (const b of items) b.tabIndex = -1;
+    items[to].tabIndex = 0;
+    items[to].focus();
+  });
 }
-function renderCalls() {
-  const box = $("calls"); box.replaceChildren(); const conv = $("conversation").value.trim();
-  $("calls-of").textContent = conv ? "in " + conv : "(all conversations)";
-  const rows = S.calls.filter(c => !conv || c.conversationId === conv).slice(-200);
-  const byId = new Map(rows.map(r => [r.requestId, r])); const kids = new Map();
-  for (const r of rows) { const p = byId.has(r.parentId) ? r.parentId : null;
-    if (!kids.has(p)) kids.set(p, []); kids.get(p).push(r); }
-  const walk = (p, depth) => { for (const r of (kids.get(p) || []).sort((a, b) => a.startedAt - b.startedAt)) {
-      const line = el("div", "call " + r.outcome, "\u00a0\u00a0".repeat(depth) + r.origin + " \u2192 " + r.target +
-        "." + r.action + "  " + r.outcome + (r.errorCode ? " " + r.errorCode : "") + "  ");
-      line.append(el("span", "ms", Math.round(r.durationMs) + " ms" + (r.tokens ? ", " + r.tokens + " tokens" : "")));
-      box.append(line); walk(r.requestId, depth + 1); } };
-  walk(null, 0);
-  if (!rows.length) box.append(el("p", "empty", "no calls yet"));
-}
-async function control(action, body) {
-  $("control-error").textContent = "";
-  try { const s = await post("/api/sessions/" + S.selected + "/" + action, body); keep(s); renderSession(); }
-  catch (e) { $("control-error").textContent = e.message; }
-}
-$("conversation").oninput = () => renderCalls();
-$("pause").onclick = () => control("pause"); $("resume").onclick = () => control("resume");
-$("stop").onclick = () => control("stop");
-$("takeover").onclick = () => control(S.sessions.get(S.selected).takeover ? "handback" : "takeover");
-$("approve").onclick = () => { const s = S.sessions.get(S.selected);
-  control("approve", $("draft").value !== s.draft ? { text: $("draft").value } : {}); };
-$("write").onclick = () => control("write", { text: $("draft").value });
-$("start").onclick = async () => {
-  $("start-error").textContent = "";
-  try { const s = await post("/api/sessions", { local: $("new-local").value, remote: $("new-remote").value,
-      objective: $("new-objective").value, mode: $("new-mode").value, maxTurns: Number($("new-max-turns").value) });
-    keep(s); S.selected = s.id; $("conversation").value = s.id;
-    renderSessions(); renderSession(); renderCalls(); }
-  catch (e) { $("start-error").textContent = e.message; }
-};
-async function load() {
-  const r = await fetch("/api/state"); const st = await r.json();
-  $("user").textContent = st.user; S.agents = st.agents; S.calls = st.calls;
-  for (const s of st.sessions) keep(s);
-  renderAgents(); renderSessions(); renderSession(); renderCalls();
-  const es = new EventSource("/api/events");
-  es.onopen = () => { $("conn").textContent = "live"; };
-  es.onerror = () => { $("conn").textContent = "reconnecting"; };
-  es.addEventListener("session", (m) => { const s = JSON.parse(m.data); keep(s);
-    renderSessions(); if (s.id === S.selected) renderSession(); });
-  es.addEventListener("call", (m) => { S.calls.push(JSON.parse(m.data)); if (S.calls.length > 2000) S.calls.shift(); renderCalls(); });
-  es.addEventListener("agents", (m) => { S.agents = JSON.parse(m.data); renderAgents(); });
-}
-load();

@@ -1,0 +1,118 @@
+"""The console's pieces that need no server: links to Jaeger, rows, ``a2a watch`` lines for
+calls still running and edited drafts, and the demo's server lines."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from typing import Any, cast
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from a2a.console.demo import server_lines
+from a2a.console.feed import Event
+from a2a.console.links import Jaeger
+from a2a.console.rows import session_row
+from a2a.console.watch import Watcher
+from a2a.core.runtime import Runtime
+from a2a.sessions.model import Session, Turn
+from a2a.stores.audit import AuditRecord
+
+
+def record(**fields: Any) -> AuditRecord:
+    base: dict[str, Any] = {
+        "request_id": "r1",
+        "conversation_id": "c1",
+        "origin": "planner",
+        "target": "coder",
+        "action": "run",
+        "outcome": "ok",
+        "side": "callee",
+        "started_at": 1_700_000_000_000,
+        "duration_ms": 1200.0,
+    }
+    return AuditRecord(**{**base, **fields})
+
+
+def test_jaeger_links_search_the_call_trees_spans_by_tag() -> None:
+    jaeger = Jaeger.checked("https://tracing.example/jaeger/", "a2a-{agent}")
+    link = urlsplit(jaeger.link(record(correlation_id="root", target="coder,tester")))
+    assert link.netloc == "tracing.example" and link.path == "/jaeger/search"
+    query = {k: v for k, [v] in parse_qs(link.query).items()}
+    assert query["service"] == "a2a-coder"
+    assert json.loads(query["tags"]) == {"a2a.correlation_id": "root"}
+    assert int(query["start"]) == (1_700_000_000_000 - 60_000) * 1000
+    assert int(query["end"]) == (1_700_000_000_000 + 1200 + 60_000) * 1000
+    first_hop = parse_qs(urlsplit(jaeger.link(record())).query)
+    assert json.loads(first_hop["tags"][0]) == {"a2a.correlation_id": "r1"}  # its own request id
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("javascript:alert(1)", r"not an http\(s\) URL"),
+        ("ftp://jaeger", r"not an http\(s\) URL"),
+        ("http://", r"not an http\(s\) URL"),
+        ("http://user:secret@jaeger:16686", "credentials"),
+        ("http://jaeger:16686/?x=1", "base URL"),
+    ],
+)
+def test_a_jaeger_url_is_checked(url: str, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        Jaeger.checked(url)
+    assert Jaeger.from_env({"A2A_JAEGER_URL": url}) is None  # logged, and calls go without links
+
+
+def test_jaeger_from_the_environment() -> None:
+    assert Jaeger.from_env({}) is None
+    assert Jaeger.from_env({"A2A_JAEGER_URL": " http://j:16686 "}) == Jaeger("http://j:16686", "{agent}")
+    env = {"A2A_JAEGER_URL": "http://j:16686", "A2A_JAEGER_SERVICE": "gateway"}
+    assert Jaeger.from_env(env) == Jaeger("http://j:16686", "gateway")
+
+
+def session(*turns: Turn) -> Session:
+    return Session(
+        id="s1", user_id="u", profile_id="drafter", remote="reviewer", objective="o", turns=list(turns)
+    )
+
+
+def test_an_approved_turn_the_person_edited_reads_user_edited() -> None:
+    s = session(
+        Turn(index=0, role="local_agent", text="a", at=1.0, sent_by="user_approved"),
+        Turn(index=1, role="remote_agent", text="b", at=2.0),
+        Turn(index=2, role="local_agent", text="c", at=3.0, sent_by="user_approved"),
+        Turn(index=3, role="user", text="d", at=4.0, sent_by="user_written"),
+    )
+    row = session_row(s, frozenset({2, 3}))
+    assert [t["sentBy"] for t in row["turns"]] == ["user_approved", None, "user_edited", "user_written"]
+    assert row["profileId"] == "drafter" and row["draft"] is None  # every field, by its wire name
+
+
+def test_watch_prints_a_running_call_once_and_its_end_after() -> None:
+    w = Watcher()
+    running = record(outcome="running", duration_ms=600.0)
+    assert w.lines(Event("call", running)) == ["planner calling coder with task: run"]
+    assert w.lines(Event("call", running)) == []  # announced once
+    assert w.lines(Event("call", record(tokens=120))) == ["coder returned: SUCCESS (120 tokens, 1.20 s)"]
+    assert w.lines(Event("call", record(outcome="running"))) == []  # late: it has ended
+    quick = record(request_id="r2")
+    assert w.lines(Event("call", quick)) == [
+        "planner calling coder with task: run",
+        "coder returned: SUCCESS (0 tokens, 1.20 s)",
+    ]
+
+
+def test_watch_labels_an_edited_draft() -> None:
+    s = session(Turn(index=0, role="local_agent", text="my edit", at=1.0, sent_by="user_approved"))
+    s.state = "waiting_remote"
+    [turn, _] = Watcher().lines(Event("session", s, "u", frozenset({0})))
+    assert turn == "session s1 [drafter -> reviewer, manual] turn 0: Local Agent (user-edited): my edit"
+
+
+def test_the_demo_prints_its_servers_without_credentials() -> None:
+    settings = SimpleNamespace(
+        nats_url="nats://u:p@127.0.0.1:4222,nats://h2:4222", redis_url="redis://:pw@r:6379/0"
+    )
+    runtime = cast(Runtime, SimpleNamespace(settings=settings))
+    assert server_lines(runtime) == ["NATS   nats://127.0.0.1:4222,nats://h2:4222", "Redis  redis://r:6379/0"]
