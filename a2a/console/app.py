@@ -124,7 +124,7 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth, jaeger: Jaege
         if user is None:
             return unauthorised()
         try:
-            mine = [session_row(s, await feed.edited(s)) for s in await sessions.sessions(user)]
+            mine = [session_row(s) for s in await sessions.sessions(user)]
         except A2AError as exc:
             return failure(exc)
         mine_only = not auth.open
@@ -178,7 +178,7 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth, jaeger: Jaege
                     if event.kind == "call":
                         data = call_row(data, jaeger)
                     elif event.kind == "session":
-                        data = session_row(data, event.edited)
+                        data = session_row(data)
                     yield f"event: {event.kind}\ndata: ".encode() + msgspec.json.encode(data) + b"\n\n"
 
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
@@ -211,7 +211,7 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth, jaeger: Jaege
             return unauthorised()
         try:
             s = await sessions.get(request.path_params["id"], user)
-            return reply(session_row(s, await feed.edited(s)))
+            return reply(session_row(s))
         except A2AError as exc:
             return failure(exc)
 
@@ -226,10 +226,10 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth, jaeger: Jaege
             text = body.get("text")
             if text is not None and not isinstance(text, str):
                 raise InvalidParams("text must be a string")
-            done = await apply_control(sessions, feed.edits, session_id, user, action, text)
+            done = await apply_control(sessions, session_id, user, action, text)
         except A2AError as exc:
             return failure(exc)
-        row = session_row(done.session, await feed.edited(done.session))
+        row = session_row(done.session)
         if done.notice is not None:
             row["notice"] = done.notice
             row["setAside"] = done.set_aside

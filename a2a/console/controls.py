@@ -1,21 +1,18 @@
 """A person's controls of a session, as the console applies them: what each one did, in words.
 
-Two things the session alone does not say are said here. A draft the person changed
-before approving it is remembered as edited (:mod:`.edits`), so that it reads
-``user-edited`` rather than ``user-approved``. And taking over tells what became of the
-local agent's draft: set aside and not sent (handed back to the page to start from), or,
-when it is still being written, whether it will wait for the person or be sent by itself.
+Taking over tells what became of the local agent's draft: set aside and not sent (handed
+back to the page to start from), or, when it is still being written, that it will wait
+for the person.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bus.errors import A2AError, InvalidParams
+from bus.errors import InvalidParams
 
 from ..sessions import Sessions
 from ..sessions.model import Session
-from .edits import Edits
 
 __all__ = ["CONTROLS", "Done", "apply_control"]
 
@@ -32,7 +29,7 @@ class Done:
 
 
 async def apply_control(
-    sessions: Sessions, edits: Edits, session_id: str, user: str, action: str, text: str | None
+    sessions: Sessions, session_id: str, user: str, action: str, text: str | None
 ) -> Done:
     """Raises:
     InvalidParams: an unknown control, or one the session's state refuses.
@@ -46,7 +43,7 @@ async def apply_control(
     if action == "stop":
         return Done(await sessions.stop(session_id, user))
     if action == "approve":
-        return Done(await _approve(sessions, edits, session_id, user, text))
+        return Done(await sessions.approve(session_id, user, text))
     if action == "write":
         return Done(await sessions.write(session_id, user, text or ""))
     if action == "handback":
@@ -56,20 +53,6 @@ async def apply_control(
         after = await sessions.take_over(session_id, user, on=True)
         return _taken_over(before, after)
     raise InvalidParams(f"unknown control {action!r}; one of {', '.join(CONTROLS)}")
-
-
-async def _approve(sessions: Sessions, edits: Edits, session_id: str, user: str, text: str | None) -> Session:
-    before = await sessions.get(session_id, user)
-    edited = text is not None and before.draft is not None and text != before.draft
-    turn = len(before.turns)  # the approved message is the next turn
-    if edited:  # marked first: the turn may be recorded before approve returns
-        await edits.mark(session_id, turn)
-    try:
-        return await sessions.approve(session_id, user, text)
-    except A2AError:
-        if edited:
-            await edits.unmark(session_id, turn)
-        raise
 
 
 def _taken_over(before: Session, after: Session) -> Done:
@@ -83,10 +66,9 @@ def _taken_over(before: Session, after: Session) -> Done:
             before.draft,
         )
     if before.state == "waiting_local" or before.in_flight == "local":
-        waits = (
-            "it will wait here for you to approve, edit or replace"
-            if before.mode == "manual"
-            else f"in {before.mode} mode it may still be sent by itself; you write the message after it"
+        return Done(
+            after,
+            "You took over while the local agent writes its draft: it will wait here, never sent by"
+            " itself, for you to approve, edit or replace.",
         )
-        return Done(after, f"You took over while the local agent writes its draft: {waits}.")
     return Done(after, "You took over: you write the next message when it is the session's turn to send.")

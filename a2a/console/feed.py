@@ -28,10 +28,8 @@ from discovery.profile import AgentProfile
 from transports import Message
 
 from ..core.runtime import Runtime
-from ..sessions.model import Session
 from ..sessions.store import SessionStore
 from ..stores.audit import AuditRecord, decode_records
-from .edits import Edits
 from .history import recent_calls
 from .rows import agent_row
 
@@ -54,15 +52,12 @@ class Event:
     data: Any
     user: str | None = None
     """Whose it is (None: everybody's, the registry)."""
-    edited: frozenset[int] = frozenset()
-    """A session's turns that the person edited before approving them."""
 
 
 class Feed:
     def __init__(self, runtime: Runtime, store: SessionStore) -> None:
         self.runtime = runtime
         self.store = store
-        self.edits = Edits(store.redis, store.prefix, store.ttl)
         self.calls: deque[AuditRecord] = deque(maxlen=KEEP_CALLS)
         """Calls that ended, in the order their records arrived."""
         self.running: OrderedDict[str, AuditRecord] = OrderedDict()
@@ -90,14 +85,6 @@ class Feed:
         for key in [k for k, r in self.running.items() if r.started_at < horizon]:
             del self.running[key]
         return list(self.running.values())
-
-    async def edited(self, session: Session) -> frozenset[int]:
-        """The turns of ``session`` the person edited (none known while Redis is away)."""
-        try:
-            return await self.edits.of(session)
-        except Unavailable as exc:
-            log.warning("edited messages of %s: %s", session.id, exc)
-            return frozenset()
 
     def _publish(self, event: Event) -> None:
         for listener in list(self._listeners):
@@ -164,7 +151,7 @@ class Feed:
                         task_status.started()
                     async for event in events:
                         s = event.session
-                        self._publish(Event("session", s, s.user_id, await self.edited(s)))
+                        self._publish(Event("session", s, s.user_id))
             except Unavailable as exc:
                 log.warning("session events: %s; following again in 1 s", exc)
                 if not started:

@@ -7,7 +7,6 @@ out, a page should not have to know them.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
 from typing import Any
 
 import msgspec
@@ -44,13 +43,9 @@ def call_row(r: AuditRecord, jaeger: Jaeger | None = None) -> dict[str, Any]:
     return row
 
 
-def session_row(s: Session, edited: Collection[int] = ()) -> dict[str, Any]:
-    """The session; the turns in ``edited`` (a draft the person changed before approving it)
-    are labelled ``user_edited`` where the session says ``user_approved``."""
+def session_row(s: Session) -> dict[str, Any]:
+    """The session, as its wire form."""
     row: dict[str, Any] = _whole(s)
-    for turn in row["turns"]:
-        if turn["index"] in edited and turn["sentBy"] == "user_approved":
-            turn["sentBy"] = "user_edited"
     return row
 
 

@@ -69,7 +69,7 @@ class Watcher:
         if event.kind == "call":
             return self._call(event.data)
         if event.kind == "session":
-            return self._session(event.data, event.edited)
+            return self._session(event.data)
         return []
 
     def _call(self, r: AuditRecord) -> list[str]:
@@ -94,7 +94,7 @@ class Watcher:
             out.append("Tools used: " + ", ".join(dict.fromkeys(r.tools)))
         return out
 
-    def _session(self, s: Session, edited: frozenset[int] = frozenset()) -> list[str]:
+    def _session(self, s: Session) -> list[str]:
         if not self.only.sessions(s):
             return []
         state, shown, adoptions = self._seen.get(s.id, ("", 0, 0))
@@ -104,9 +104,7 @@ class Watcher:
             again = {"local": ": the local agent is asked again", "remote": ": the message is sent again"}
             out.append(f"{head} adopted by {a.by} ({a.previous} is gone){again.get(a.rerun or '', '')}")
         for turn in s.turns[shown:]:
-            sent_by: str | None = turn.sent_by
-            if sent_by == "user_approved" and turn.index in edited:
-                sent_by = "user_edited"
+            sent_by = turn.sent_by
             label = f" ({_SENT[sent_by]}{', sent again' if turn.resent else ''})" if sent_by else ""
             out.append(f"{head} turn {turn.index}: {_WHO[turn.role]}{label}: {_clip(turn.text)}")
         if s.state != state:

@@ -39,7 +39,7 @@ from ..core.runtime import Runtime
 from ..prompt.frames import Constraints
 from .adoption import Adopter
 from .machine import move
-from .model import TERMINAL, Ending, Limits, Mode, Session
+from .model import TERMINAL, Ending, Limits, Mode, SentBy, Session
 from .policy import PolicyStore, SharedCallPolicy, check
 from .runner import SessionRunner
 from .store import AuditEntry, LeaseLost, SessionStore, Unreadable
@@ -239,7 +239,8 @@ class Sessions:
             if s.state != "ready_to_send" or s.draft is None:
                 raise InvalidParams(f"session {s.id} has no draft waiting (it is {s.state})")
             draft = s.draft if text is None else _text(text, s)
-            return msgspec.structs.replace(s, draft=draft, draft_by="user_approved", review=None)
+            by: SentBy = "user_approved" if draft == s.draft else "user_edited"
+            return msgspec.structs.replace(s, draft=draft, draft_by=by, review=None)
 
         return await self._control(session_id, user_id, change)
 

@@ -49,7 +49,7 @@ ACTIVE: frozenset[str] = frozenset({"planning", "waiting_local", "waiting_remote
 
 Mode = Literal["manual", "semi_auto", "full_auto"]
 Role = Literal["local_agent", "remote_agent", "user"]
-SentBy = Literal["auto_sent", "user_approved", "user_written"]
+SentBy = Literal["auto_sent", "user_approved", "user_edited", "user_written"]
 Count = Annotated[int, Meta(ge=0)]
 Text = Annotated[str, Meta(max_length=1 << 20)]
 
@@ -136,7 +136,8 @@ class Session(Wire):
     draft: Text | None = None
     """The local agent's draft waiting to be sent (in ``ready_to_send``)."""
     draft_by: SentBy | None = None
-    """Who let the draft go: ``user_approved`` or ``user_written`` (None: the mode decides)."""
+    """Who let the draft go: ``user_approved``, ``user_edited`` (approved once changed) or
+    ``user_written`` (None: the mode decides)."""
     review: str | None = None
     """Why the draft waits for the person (manual mode, or the semi-auto rule that asked)."""
     in_flight: Literal["local", "remote"] | None = None

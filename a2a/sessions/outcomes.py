@@ -53,6 +53,8 @@ def draft_received(s: Session, draft: str, review: str | None, tokens: int, elap
         done = Ending(kind="done", message="the local agent has nothing more to send")
         return move(s, "completed", "the local agent is done", ending=done, **fields)
     fields |= {"draft": draft, "review": review}
+    if s.takeover:  # the person writes now: the draft waits for them, never sent by itself
+        fields["review"] = "take over: the local agent's draft is set aside; write the next message"
     if s.state == "paused":
         return msgspec.structs.replace(s, **fields)
     return move(s, "ready_to_send", f"draft in {elapsed_ms} ms", **fields)

@@ -1,6 +1,6 @@
 """The console under the Redis ACL ``a2a redis-config`` generates, logged in as its own user
-``console``: what it keeps besides the sessions (which drafts the person edited) uses only the
-commands and keys that user is granted."""
+``console``: starting, approving (an edit too) and reading sessions use only the commands and
+keys that user is granted."""
 
 from __future__ import annotations
 

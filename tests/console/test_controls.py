@@ -79,20 +79,23 @@ async def test_an_edited_draft_reads_user_edited_and_take_over_says_what_became_
     assert back["takeover"] is False and "notice" not in back
 
 
-async def test_take_over_while_the_local_agent_drafts_says_whether_its_draft_will_wait(
+async def test_a_draft_that_arrives_after_take_over_waits_for_the_person_in_every_mode(
     console: Console, client: httpx.AsyncClient
 ) -> None:
-    for mode, words in [
-        ("manual", "it will wait here for you"),
-        ("full_auto", "may still be sent by itself"),
-    ]:
-        r = await client.post("/api/sessions", json={**START, "mode": mode, "objective": "slow"})
+    for mode in ("manual", "full_auto"):
+        r = await client.post("/api/sessions", json={**START, "mode": mode, "objective": "delay:1000"})
         sid = r.json()["id"]
         with anyio.fail_after(10):
             while (await client.get(f"/api/sessions/{sid}")).json()["state"] != "waiting_local":
                 await anyio.sleep(0.02)
         taken = (await client.post(f"/api/sessions/{sid}/takeover", json={})).json()
-        assert words in taken["notice"] and taken["setAside"] is None, taken["notice"]
+        assert "it will wait here, never sent by itself" in taken["notice"] and taken["setAside"] is None
+        with anyio.fail_after(10):  # the draft arrives, and is not sent, even in full_auto
+            while (s := (await client.get(f"/api/sessions/{sid}")).json())["draft"] is None:
+                await anyio.sleep(0.02)
+        await anyio.sleep(0.5)
+        s = (await client.get(f"/api/sessions/{sid}")).json()
+        assert s["state"] == "ready_to_send" and s["turns"] == [] and "set aside" in s["review"], s
         assert (await client.post(f"/api/sessions/{sid}/stop", json={})).status_code == 200
 
 

@@ -77,14 +77,14 @@ def session(*turns: Turn) -> Session:
     )
 
 
-def test_an_approved_turn_the_person_edited_reads_user_edited() -> None:
+def test_a_sessions_row_keeps_who_sent_each_turn() -> None:
     s = session(
         Turn(index=0, role="local_agent", text="a", at=1.0, sent_by="user_approved"),
         Turn(index=1, role="remote_agent", text="b", at=2.0),
-        Turn(index=2, role="local_agent", text="c", at=3.0, sent_by="user_approved"),
+        Turn(index=2, role="local_agent", text="c", at=3.0, sent_by="user_edited"),
         Turn(index=3, role="user", text="d", at=4.0, sent_by="user_written"),
     )
-    row = session_row(s, frozenset({2, 3}))
+    row = session_row(s)
     assert [t["sentBy"] for t in row["turns"]] == ["user_approved", None, "user_edited", "user_written"]
     assert row["profileId"] == "drafter" and row["draft"] is None  # every field, by its wire name
 
@@ -104,9 +104,9 @@ def test_watch_prints_a_running_call_once_and_its_end_after() -> None:
 
 
 def test_watch_labels_an_edited_draft() -> None:
-    s = session(Turn(index=0, role="local_agent", text="my edit", at=1.0, sent_by="user_approved"))
+    s = session(Turn(index=0, role="local_agent", text="my edit", at=1.0, sent_by="user_edited"))
     s.state = "waiting_remote"
-    [turn, _] = Watcher().lines(Event("session", s, "u", frozenset({0})))
+    [turn, _] = Watcher().lines(Event("session", s, "u"))
     assert turn == "session s1 [drafter -> reviewer, manual] turn 0: Local Agent (user-edited): my edit"
 
 

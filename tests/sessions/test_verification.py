@@ -52,7 +52,7 @@ async def test_3_manual_mode_sends_nothing_until_the_person_approves(bench: Benc
     await bench.sessions.approve(s.id, USER, text="my edited message")
     s = await bench.wait(s, "stopped")
     assert [r.text for r in bench.received][1] == "my edited message"
-    assert [t.sent_by for t in s.turns if t.role != "remote_agent"] == ["user_approved", "user_approved"]
+    assert [t.sent_by for t in s.turns if t.role != "remote_agent"] == ["user_approved", "user_edited"]
     with pytest.raises(InvalidParams):
         await bench.sessions.approve(s.id, USER)  # nothing waits any more
 

@@ -4,6 +4,7 @@ What the objective says makes it misbehave on purpose (words anywhere in it):
   ``secret``   the draft holds an API key (semi-auto mode asks the person to review it)
   ``tools:N``  it reports N tool rounds in ``metrics.tool_rounds``
   ``slow``     it never answers (the turn times out)
+  ``delay:MS`` it answers after MS milliseconds
   ``crash:K``  it exits at turn K
   ``done:K``   an empty draft at turn K: nothing more to send
   ``pad:N``    N more characters in every draft
@@ -38,6 +39,7 @@ def main() -> None:
             sys.exit(3)
         if "slow" in objective.split():
             time.sleep(3600)
+        time.sleep((number(objective, "delay") or 0) / 1000)
         metrics = {"tool_rounds": number(objective, "tools") or 0}
         draft = f"draft {turn} on {objective!r}; the remote said: {frame.get('remote_message', '')[:60]}"
         if "secret" in objective.split():
