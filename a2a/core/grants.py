@@ -4,7 +4,7 @@ An entry point (the CLI with an operator key, an HTTP gateway that authenticated
 user) signs a short token naming the user; the call carries it in ``userGrant`` down the
 whole chain, and every callee verifies it before it believes ``userId``. Agents pass the
 grant on unchanged: they cannot sign one, so they cannot act for another user, and a
-call that drops the grant has no user (see the README's "Security model").
+call that drops the grant has no user (see the security model in ``docs/operations/security.md``).
 
 Token: ``a2a1.<payload>.<signature>``, both base64url without padding; the payload is
 JSON ``{"sub": userId, "iss": <entry point public NKey>, "iat": ms, "exp": ms, "cnv":

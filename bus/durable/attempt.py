@@ -11,6 +11,7 @@ the effect was declared ``idempotent``.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 import secrets
@@ -131,6 +132,8 @@ class Attempt:
     async def effect(self, name: str, fn: Callable[[], Awaitable[T]], *, idempotent: bool = False) -> T:
         """Run the side effect ``name`` at most once for this task and return its result.
 
+        ``fn`` is an async function, or a plain one (run in the event loop: keep it short).
+
         Raises:
             EffectInDoubt: an earlier attempt started it and recorded no end (unless ``idempotent``).
         """
@@ -159,7 +162,7 @@ class Attempt:
                 return await self.effect(name, fn, idempotent=idempotent)
         self._running.add(name)
         try:
-            result = await fn()
+            result = await _run(fn)
         finally:
             self._running.discard(name)
         with self._store_failures():
@@ -202,4 +205,12 @@ class LocalAttempt:
         """A plain call's child tasks outlive it: nothing cancels them with it."""
 
     async def effect(self, name: str, fn: Callable[[], Awaitable[T]], *, idempotent: bool = False) -> T:
-        return await fn()
+        return await _run(fn)
+
+
+async def _run(fn: Callable[[], Awaitable[T]]) -> T:
+    """``fn()``'s result, awaited when it is awaitable (a plain function is run as it is)."""
+    result: Any = fn()
+    if inspect.isawaitable(result):
+        return await result  # type: ignore[no-any-return]
+    return result  # type: ignore[no-any-return]

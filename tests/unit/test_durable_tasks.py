@@ -54,6 +54,11 @@ def worker(log: list[Any]) -> Agent:
 
         return await ctx.task.effect("send-mail", send)
 
+    @agent.action("plain")
+    async def plain(ctx: Context, params: dict[str, Any]) -> Any:
+        """A side effect given as a plain function (not async)."""
+        return await ctx.task.effect("note", lambda: log.append(("noted", ctx.task.number)) or "noted")
+
     @agent.action("stall")
     async def stall(ctx: Context, params: dict[str, Any]) -> Any:
         log.append(("ran", ctx.task.number, anyio.current_time()))
@@ -102,6 +107,15 @@ async def test_a_task_ends_with_its_result_and_is_kept() -> None:
         again = await rt.tasks.get(task.id)  # re-attached: the stored outcome
         assert await again.result() == {"echo": "hi"}
     assert broker.durable.queued == 0  # acknowledged: nothing left to deliver
+
+
+async def test_a_side_effect_may_be_a_plain_function() -> None:
+    log: list[Any] = []
+    async with TestBroker() as broker, broker.runtime(worker(log)) as rt:
+        task = await rt.tasks.submit("worker", "plain", {}, timeout=10)
+        assert await task.result() == "noted"
+        local = await rt.call("worker", "plain", {})  # a plain call runs it too
+    assert local == "noted" and log == [("noted", 1), ("noted", 1)]
 
 
 async def test_the_same_key_gives_the_same_task_and_runs_it_once() -> None:
