@@ -142,19 +142,16 @@ def run_interruptibly(work: Callable[[], Awaitable[T]]) -> T:
 
 
 def settings_from(args: argparse.Namespace, **extra: Any) -> Settings:
-    """Settings from the environment, with the command's connection options on top.
+    """Settings from the command's connection options, then the environment, then the dev
+    cluster file of a running ``a2a up``, then the defaults; a default server in use is named
+    on standard error.
 
     Raises:
-        ValueError: a setting is invalid; the message names the variable or option.
+        ValueError: a setting (or the dev cluster file) is invalid; the message names it.
     """
-    from ..core.settings import Settings
+    from .servers import resolve_settings
 
-    return Settings.from_env(
-        nats_url=getattr(args, "nats_url", None),
-        redis_url=getattr(args, "redis_url", None),
-        namespace=getattr(args, "namespace", None),
-        **extra,
-    )
+    return resolve_settings(args, **extra)
 
 
 def _import(module_name: str) -> object:

@@ -13,9 +13,9 @@ from typing import Any
 
 import anyio
 
-from .common import CommandError, settings_from
+from .common import CommandError, lazy, settings_from
 
-__all__ = ["add_console_parser", "add_watch_parser", "cmd_console", "cmd_watch"]
+__all__ = ["add_console_parser", "add_watch_parser", "cmd_console"]
 
 
 def add_console_parser(
@@ -96,45 +96,12 @@ def add_watch_parser(
     p = sub.add_parser(
         "watch",
         parents=parents,
-        help="print calls, delegations and session turns as they happen",
+        help="print calls as they start and end (with durations), the calls still running, delegations"
+        " and session turns",
     )
     p.add_argument("--conversation", help="only this conversation (or session id)")
     p.add_argument("--agent", help="only calls from or to this agent, sessions with it")
     p.add_argument("--user", help="only this user's calls and sessions")
     assert callable(connection_options)
     connection_options(p)
-    p.set_defaults(func=cmd_watch)
-
-
-def cmd_watch(args: argparse.Namespace) -> int:
-    from ..console.feed import Feed
-    from ..console.watch import Watcher, WatchFilter
-    from ..core.runtime import Runtime
-    from ..sessions.store import SessionStore
-
-    settings = settings_from(args)
-    if not settings.redis_url:
-        raise CommandError("needs Redis for session events: set REDIS_URL or --redis-url", status=2)
-    watcher = Watcher(WatchFilter(args.conversation, args.agent, args.user))
-
-    async def run() -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with Runtime(settings) as runtime, anyio.create_task_group() as tg:
-                assert runtime.registry is not None
-                feed = Feed(runtime, SessionStore(runtime.registry.redis, settings.namespace))
-                with feed.listen() as events:
-                    await tg.start(feed.run)
-                    print(f"watching namespace {settings.namespace!r} (Ctrl-C stops)", flush=True)
-
-                    async def show() -> None:
-                        async for event in events:
-                            for line in watcher.lines(event):
-                                print(line, flush=True)
-
-                    tg.start_soon(show)
-                    async for _ in signals:
-                        break
-                    tg.cancel_scope.cancel()
-
-    anyio.run(run)
-    return 0
+    p.set_defaults(func=lazy("watch", "cmd_watch"))

@@ -41,7 +41,7 @@ def add_call_parser(sub: Any, parents: Sequence[argparse.ArgumentParser], connec
         " (with each action's description and input schema, where it declares them)",
     )
     connection(p)
-    p.set_defaults(func=lazy("info", "cmd_agents"))
+    p.set_defaults(func=lazy("agents", "cmd_agents"))
 
     p = sub.add_parser(
         "call",
@@ -105,4 +105,4 @@ def add_history_parser(sub: Any, parents: Sequence[argparse.ArgumentParser], con
         help="without a conversation id: list the N most recently active (default 20)",
     )
     connection(p)
-    p.set_defaults(func=lazy("info", "cmd_history"))
+    p.set_defaults(func=lazy("history", "cmd_history"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -12,7 +13,7 @@ import anyio
 
 from ..core.agent import Agent
 from ..core.runtime import Runtime
-from ..core.settings import Settings
+from ..core.settings import Settings, read_dev_cluster
 from .common import CommandError, console, load_agents, settings_from
 from .up import check_server_environment
 
@@ -79,15 +80,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # Check the environment before starting servers and agent processes; without
     # --external-agents the demo runs in a fresh namespace of its own.
     check_server_environment()
+    nats_url = args.nats_url or os.environ.get("NATS_URL")
+    redis_url = args.redis_url or os.environ.get("REDIS_URL")
+    found = None if nats_url else read_dev_cluster()  # the servers of a running `a2a up`, if any
+    if found is not None and found.running:
+        nats_url, redis_url = found.values["NATS_URL"], redis_url or found.values["REDIS_URL"]
+        console.print(f"[dim]using the dev cluster of a2a up (pid {found.pid}, {found.path})[/]")
+    elif found is not None:
+        console.print(f"[dim]ignoring {found.path}: the a2a up that wrote it (pid {found.pid}) is gone[/]")
     Settings.from_env(
-        nats_url=args.nats_url,
-        redis_url=args.redis_url,
+        nats_url=nats_url,
+        redis_url=redis_url,
         namespace=None if args.external_agents else "demo",
     )
     return run_demo(
         console,
-        nats_url=args.nats_url,
-        redis_url=args.redis_url,
+        nats_url=nats_url,
+        redis_url=redis_url,
         external_agents=args.external_agents,
         workspace_dir=args.workspace,
     )
