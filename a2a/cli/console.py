@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from .common import CommandError, lazy, settings_from
+from .common import CommandError, lazy, seconds, settings_from
 
 __all__ = ["add_console_parser", "add_watch_parser", "cmd_console"]
 
@@ -102,6 +102,12 @@ def add_watch_parser(
     p.add_argument("--conversation", help="only this conversation (or session id)")
     p.add_argument("--agent", help="only calls from or to this agent, sessions with it")
     p.add_argument("--user", help="only this user's calls and sessions")
+    p.add_argument(
+        "--every",
+        type=seconds,
+        default=5.0,
+        help="seconds between two lines listing the calls still running, with their time so far (default 5)",
+    )
     assert callable(connection_options)
     connection_options(p)
     p.set_defaults(func=lazy("watch", "cmd_watch"))

@@ -63,9 +63,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             " uses it; stop it (Ctrl-C in its terminal) to start another"
         )
     if found is not None:
-        err_console.print(
-            f"replacing {path}: the a2a up that wrote it (pid {found.pid}) is gone", style="dim"
-        )
+        sys.stderr.write(f"a2a up: replacing {path}: the a2a up that wrote it (pid {found.pid}) is gone\n")
     started: list[ServerProcess] = []
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGHUP, _stop)  # the terminal closed

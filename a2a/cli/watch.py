@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["InFlight", "cmd_watch"]
 
-EVERY = 5.0
-"""Seconds between two lines listing the calls still running (none while nothing runs)."""
 FORGET_AFTER = 3600.0
 """Seconds after which a call announced running and never seen ending is no longer listed."""
 _TEXT = 160
@@ -131,7 +129,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
                     async def tick() -> None:
                         while True:
-                            await anyio.sleep(EVERY)
+                            await anyio.sleep(args.every)
                             say(flight.still_running())
 
                     tg.start_soon(show)
