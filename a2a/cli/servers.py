@@ -18,8 +18,6 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from .common import CommandError
-
 if TYPE_CHECKING:
     from ..core.settings import Settings
 
@@ -93,7 +91,7 @@ def _shown(url: str) -> str:
 
 async def using_redis(url: str, work: Callable[[], Awaitable[T]]) -> T:
     """``work``, done with the Redis at ``url``; a failure that is the server's (none there, another
-    protocol, no answer) ends it as a CommandError saying so, as soon as the server is heard."""
+    protocol, no answer) ends it as ``Unavailable`` saying so, as soon as the server is heard."""
     from bus.errors import Unavailable
 
     done: list[T] = []
@@ -104,7 +102,7 @@ async def using_redis(url: str, work: Callable[[], Awaitable[T]]) -> T:
             done.append(await work())
         except Unavailable as exc:
             reason = await redis_reason(url)
-            failed.append(CommandError(f"cannot use Redis at {_shown(url)}: {reason}") if reason else exc)
+            failed.append(Unavailable(f"cannot use Redis at {_shown(url)}: {reason}") if reason else exc)
         except Exception as exc:
             failed.append(exc)
         scope.cancel()
@@ -113,7 +111,7 @@ async def using_redis(url: str, work: Callable[[], Awaitable[T]]) -> T:
         await anyio.sleep(LOOK_AFTER)
         reason = await redis_reason(url)
         if reason is not None:
-            failed.append(CommandError(f"cannot use Redis at {_shown(url)}: {reason}"))
+            failed.append(Unavailable(f"cannot use Redis at {_shown(url)}: {reason}"))
             scope.cancel()
 
     async with anyio.create_task_group() as tg:
@@ -123,4 +121,4 @@ async def using_redis(url: str, work: Callable[[], Awaitable[T]]) -> T:
         return done[0]
     if failed:
         raise failed[0]
-    raise CommandError(f"cannot use Redis at {_shown(url)}: cancelled")
+    raise Unavailable(f"cannot use Redis at {_shown(url)}: cancelled")

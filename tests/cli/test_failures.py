@@ -106,7 +106,7 @@ def test_a_nats_server_is_not_redis(command: tuple[str, ...], nats_url: str, tmp
     out = a2a(*command, env=env)
     assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
     where = f"redis://127.0.0.1:{_port(nats_url)}/0"
-    assert f"cannot use Redis at {where}: not a Redis server: a NATS server answered" in out.stderr
+    assert f"UNAVAILABLE: cannot use Redis at {where}: not a Redis server: a NATS server" in out.stderr
 
 
 def test_a_refused_or_silent_redis_is_named(silent_port: int, nats_url: str, tmp_path: Path) -> None:
