@@ -128,7 +128,7 @@ def _reason(heard: Heard | None, settings: Settings) -> str | None:
         return heard.describe("NATS")
     info = heard.info or {}
     if info.get("tls_required") and not settings.nats_tls_ca:
-        return "the server requires TLS: give its CA certificate (NATS_TLS_CA) or use tls://"
+        return "the server requires TLS: set NATS_TLS_CA to its CA certificate (unless a public CA signed it)"
     if info.get("auth_required") and not settings.credentials:
         return "the server requires credentials: set NATS_USER/NATS_PASSWORD, NATS_TOKEN or NATS_CREDS"
     return None

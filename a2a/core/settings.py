@@ -26,7 +26,6 @@ from bus.wire import DEFAULT_MAX_DEPTH, DEFAULT_MAX_HOPS, DEFAULT_TTL_MS
 from discovery.cluster import is_cluster_url, parse_cluster_url
 
 __all__ = [
-    "DEV_CLUSTER_VARIABLES",
     "ENVIRONMENT",
     "MAX_SECONDS",
     "NATS_SCHEMES",
@@ -191,8 +190,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise _explain(exc, values, sources) from None
 
 
-DEV_CLUSTER_VARIABLES = ("NATS_URL", "REDIS_URL", "A2A_OPEN")  # and A2A_DEV_PID, the a2a up that wrote it
-_DEV = set(DEV_CLUSTER_VARIABLES)
+_DEV = {"NATS_URL", "REDIS_URL", "A2A_OPEN"}  # what the dev cluster file sets, with A2A_DEV_PID
 
 
 class DevCluster(NamedTuple):

@@ -4,7 +4,9 @@ nothing listens, it speaks another protocol, it says nothing."""
 from __future__ import annotations
 
 import http.server
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -15,7 +17,7 @@ import pytest
 
 from a2a import Runtime, Settings
 from a2a.core.connect import listen_to
-from a2a.dev.servers import free_port
+from a2a.dev.servers import NatsServer, free_port
 from bus.errors import Unavailable
 
 from .conftest import a2a, clean_env
@@ -137,3 +139,24 @@ def test_the_default_servers_are_named(tmp_path: Path) -> None:
         "a2a call: using the default NATS nats://127.0.0.1:4222 and Redis redis://127.0.0.1:6379/0"
         " (no --nats-url, NATS_URL or running 'a2a up')"
     )
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+def test_a_server_that_requires_tls_is_named(tmp_path: Path) -> None:
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem", "-out", "cert.pem",
+         "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"],
+        cwd=tmp_path, check=True, capture_output=True,
+    )  # fmt: skip
+    config = tmp_path / "tls.conf"
+    config.write_text(
+        f'tls {{\n  cert_file: "{tmp_path / "cert.pem"}"\n  key_file: "{tmp_path / "key.pem"}"\n}}\n'
+    )
+    with NatsServer(config_file=config, jetstream=False) as server:
+        took, err, status = _nats_case(server.url, tmp_path, "call", "echo", "echo")
+        assert status == 1 and err.count("\n") == 1, err
+        assert "within 1s: the server requires TLS: set NATS_TLS_CA to its CA certificate" in err
+        assert "CERTIFICATE_VERIFY_FAILED" in err and took < SLOW
+        trusted = clean_env(tmp_path, NATS_URL=server.url, NATS_TLS_CA=str(tmp_path / "cert.pem"))
+        out = a2a("call", "nobody", "act", "--timeout", "3", env=trusted)
+        assert "NO_RESPONDERS" in out.stderr, out.stderr  # connected: nobody serves it
