@@ -46,6 +46,7 @@ def cmd_console(args: argparse.Namespace) -> int:
     from ..console import ConsoleAuth, serve_console
     from ..console.auth import parse_tokens
     from ..core.runtime import Runtime
+    from ..core.settings import read_dev_cluster
     from ..dev.servers import NatsServer, RedisServer
     from ..sessions import Sessions
 
@@ -54,12 +55,19 @@ def cmd_console(args: argparse.Namespace) -> int:
     auth = ConsoleAuth(args.user, parse_tokens(os.environ.get("A2A_CONSOLE_TOKENS", "")))
     with ExitStack() as stack:
         urls: dict[str, Any] = {}
-        if args.demo and not (args.nats_url or os.environ.get("NATS_URL")):
+        given = args.nats_url or os.environ.get("NATS_URL")
+        found = None if given else read_dev_cluster()  # --demo uses a running `a2a up`'s servers
+        embedded = args.demo and not (found is not None and found.running)
+        if embedded and not given:
             urls["nats_url"] = stack.enter_context(NatsServer()).url
-        if args.demo and not (args.redis_url or os.environ.get("REDIS_URL")):
+        if embedded and not (args.redis_url or os.environ.get("REDIS_URL")):
             urls["redis_url"] = stack.enter_context(RedisServer()).url
         for key, value in urls.items():
             setattr(args, key, value)
+            print(
+                f"started {'nats-server' if key == 'nats_url' else 'Redis'} on {value} for the demo",
+                flush=True,
+            )
         settings = settings_from(args)
         if not settings.redis_url:
             raise CommandError("the console keeps sessions in Redis: set REDIS_URL or --redis-url", status=2)
@@ -80,6 +88,7 @@ def cmd_console(args: argparse.Namespace) -> int:
                     )
                     port = await tg.start(serve)
                     print(f"A2A console on http://{args.host}:{port}/", flush=True)
+                    print(f"NATS {settings.nats_url}, Redis {settings.redis_url}", flush=True)
                     if args.demo:
                         print("start a session: local agent drafter, remote agent reviewer", flush=True)
                     async for _ in signals:

@@ -89,8 +89,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             return 0
         write_dev_cluster(path, values)
         console.print(
-            f"# written to {path}: every a2a command, in any terminal, uses these servers while this"
-            " runs (the environment's NATS_URL, REDIS_URL or --nats-url first); Ctrl-C stops them",
+            f"# in {path} too: every a2a command, in any terminal, uses these servers (unless told"
+            " otherwise); Ctrl-C stops them",
             style="dim",
             markup=False,
         )
