@@ -6,7 +6,8 @@ import argparse
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -15,6 +16,7 @@ from ..core.agent import Agent
 from ..core.runtime import Runtime
 from ..core.settings import Settings, read_dev_cluster
 from .common import CommandError, console, load_agents, settings_from
+from .servers import check_redis_for_serving
 from .up import check_server_environment
 
 if TYPE_CHECKING:
@@ -41,8 +43,11 @@ class _Shutdown:
             return
 
 
-async def _serve(settings: Settings, telemetry: Telemetry, agents: list[Agent]) -> bool:
-    """Serve ``agents`` until a signal; False when the signal came before they were serving."""
+async def _serve(
+    settings: Settings, telemetry: Telemetry, agents: list[Agent], check: Callable[[], Awaitable[None]]
+) -> bool:
+    """Serve ``agents`` until a signal, once connected and ``check`` passed; False when the signal
+    came before they were serving."""
     shutdown = _Shutdown()
     # Signals are caught before anything registers, so a SIGTERM at any point after
     # this deregisters cleanly instead of leaving the instance to expire.
@@ -53,6 +58,7 @@ async def _serve(settings: Settings, telemetry: Telemetry, agents: list[Agent]) 
                 # Connected: from here a signal is a normal stop, once the agents (which may
                 # already be registered and visible) are up, then deregistered on the way out.
                 shutdown.serving = True
+                await check()
                 if settings.health_port is not None:
                     await rt.serve_health(settings.health_port)
                 for host in await rt.serve(*agents):
@@ -70,7 +76,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = settings_from(args, health_port=args.health_port)
     agents = load_agents(args.targets)
     telemetry = Telemetry.from_env("+".join(a.name for a in agents))
-    served = anyio.run(_serve, settings, telemetry, agents)
+    check = partial(check_redis_for_serving, args, settings.redis_url)
+    served = anyio.run(_serve, settings, telemetry, agents, check)
     return 0 if served else 130  # 130: interrupted while starting, as after Ctrl-C elsewhere
 
 

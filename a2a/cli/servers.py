@@ -21,7 +21,7 @@ import anyio
 if TYPE_CHECKING:
     from ..core.settings import Settings
 
-__all__ = ["LOOK_AFTER", "redis_reason", "resolve_settings", "using_redis"]
+__all__ = ["LOOK_AFTER", "check_redis_for_serving", "redis_reason", "resolve_settings", "using_redis"]
 
 T = TypeVar("T")
 LOOK_AFTER = 0.3
@@ -83,6 +83,20 @@ async def redis_reason(url: str) -> str | None:
         return None
     heard = await listen_to(*address)
     return None if heard.kind == "redis" else heard.describe("Redis")
+
+
+async def check_redis_for_serving(args: argparse.Namespace, url: str | None) -> None:
+    """Before agents are served: a Redis URL that another protocol answers is an error (UNAVAILABLE);
+    one that nothing answers yet is said once, and the agents are served by name until it does."""
+    from bus.errors import Unavailable
+
+    reason = await redis_reason(url) if url else None
+    if reason is None:
+        return
+    assert url is not None
+    if reason.startswith("not a Redis server"):
+        raise Unavailable(f"cannot use Redis at {_shown(url)}: {reason}")
+    _note(args, f"Redis at {_shown(url)}: {reason}; serving by name until it answers")
 
 
 def _shown(url: str) -> str:

@@ -127,17 +127,20 @@ class _Shutdown:
             return
 
 
-async def _serve(settings: Settings, agent: Agent, command: Sequence[str], pool: int) -> bool:
+async def _serve(args: argparse.Namespace, settings: Settings, agent: Agent) -> bool:
     """Serve ``agent`` until a signal; False when the signal came before it was serving."""
     from ..core.runtime import Runtime
     from ..observability.telemetry import Telemetry
+    from .servers import check_redis_for_serving
 
+    command, pool = args.program, args.pool
     shutdown = _Shutdown()
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with anyio.create_task_group() as tg:
             tg.start_soon(shutdown.watch, signals, tg.cancel_scope)
             async with Runtime(settings, telemetry=Telemetry.from_env(agent.name)) as rt:
                 shutdown.serving = True
+                await check_redis_for_serving(args, settings.redis_url)
                 if settings.health_port is not None:
                     await rt.serve_health(settings.health_port)
                 (host,) = await rt.serve(agent)
@@ -157,5 +160,5 @@ def cmd_serve_stdio(args: argparse.Namespace) -> int:
     args = _command(args)
     agent = _agent(args)
     settings = settings_from(args, health_port=args.health_port)
-    served = anyio.run(_serve, settings, agent, args.program, args.pool)
+    served = anyio.run(_serve, args, settings, agent)
     return 0 if served else 130

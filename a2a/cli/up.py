@@ -51,7 +51,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     from ..core.settings import dev_cluster_file, read_dev_cluster
     from ..dev.cluster_file import remove_dev_cluster, write_dev_cluster
     from ..dev.servers import NatsServer, RedisServer
-    from .common import console, err_console
+    from .common import err_console
 
     check_server_environment()
     path = dev_cluster_file()
@@ -83,18 +83,16 @@ def cmd_up(args: argparse.Namespace) -> int:
             note = (
                 "  # development: without a roster, agents may call each other" if name == "A2A_OPEN" else ""
             )
-            console.print(f"export {name}={value}{note}", markup=False, highlight=False)
+            print(f"export {name}={value}{note}", flush=True)
         if not started:
-            console.print("# NATS_URL and REDIS_URL point at running servers; nothing to start")
+            print("# NATS_URL and REDIS_URL point at running servers; nothing to start")
             return 0
         write_dev_cluster(path, values)
-        console.print(
-            f"# in {path} too: every a2a command, in any terminal, uses these servers (unless told"
-            " otherwise); Ctrl-C stops them",
-            style="dim",
-            markup=False,
+        # Plain lines, never wrapped: a shell may read them, and the file's path must stay whole.
+        print(
+            f"# in {path} too: every a2a command, in any terminal, uses these servers (unless told otherwise)"
         )
-        console.print(OPEN_CLUSTER, style="dim", markup=False)
+        print("# Ctrl-C stops them", OPEN_CLUSTER, sep="\n", flush=True)
         while all(s.running for s in started):
             time.sleep(0.5)
         err_console.print("a server exited unexpectedly:", *(s.log_tail() for s in started if not s.running))

@@ -102,7 +102,10 @@ async def test_a_runtime_opening_says_the_same(redis_url: str) -> None:
             pass
 
 
-@pytest.mark.parametrize("command", [("agents",), ("history",), ("history", "some-conversation")])
+@pytest.mark.parametrize(
+    "command",
+    [("agents",), ("history",), ("history", "some-conversation"), ("serve", "tests.cli.agents:stepper")],
+)
 def test_a_nats_server_is_not_redis(command: tuple[str, ...], nats_url: str, tmp_path: Path) -> None:
     env = clean_env(tmp_path, NATS_URL=nats_url, REDIS_URL=f"redis://127.0.0.1:{_port(nats_url)}/0")
     out = a2a(*command, env=env)
