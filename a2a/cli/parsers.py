@@ -8,9 +8,19 @@ from typing import Any
 
 from .common import capability_id, integer, lazy, port, seconds
 
-__all__ = ["add_call_parser", "add_history_parser", "add_up_parser"]
+__all__ = ["add_call_parser", "add_history_parser", "add_up_parser", "conversation_id"]
 
 Options = Callable[[argparse.ArgumentParser], None]
+_MAX_ID = 256
+
+
+def conversation_id(text: str) -> str:
+    """A conversation id: 1-256 characters, none of them a space or a control character."""
+    if not 1 <= len(text) <= _MAX_ID or any(c.isspace() or not c.isprintable() for c in text):
+        raise argparse.ArgumentTypeError(
+            f"a conversation id has 1-{_MAX_ID} characters, no spaces or control characters: {text[:40]!r}"
+        )
+    return text
 
 
 def add_up_parser(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
@@ -62,7 +72,9 @@ def add_call_parser(sub: Any, parents: Sequence[argparse.ArgumentParser], connec
     p.add_argument("--timeout", type=seconds, help="seconds (default A2A_TIMEOUT or 30)")
     p.add_argument("--user", help="userId carried down the call chain")
     p.add_argument(
-        "--conversation", help="the conversation the call joins (default: a new one; its id is printed)"
+        "--conversation",
+        type=conversation_id,
+        help="the conversation the call joins (default: a new one; its id is printed)",
     )
     p.add_argument(
         "--budget",

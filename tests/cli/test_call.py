@@ -84,7 +84,16 @@ def test_a_failed_call_is_one_line_with_its_ids(stepper: AgentProcess, cli_env: 
 
 
 @pytest.mark.parametrize(
-    ("option", "value"), [("--budget", "-1"), ("--max-hops", "0"), ("--max-hops", "x"), ("--budget", "1e3")]
+    ("option", "value"),
+    [
+        ("--budget", "-1"),
+        ("--max-hops", "0"),
+        ("--max-hops", "x"),
+        ("--budget", "1e3"),
+        ("--conversation", ""),
+        ("--conversation", "a b"),
+        ("--conversation", "x" * 300),
+    ],
 )
 def test_bad_limits_are_usage_errors(option: str, value: str, cli_env: dict[str, str]) -> None:
     out = a2a("call", "stepper", "walk", option, value, env=cli_env)
