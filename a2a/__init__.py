@@ -68,31 +68,31 @@ _WHERE = {
     "AgentCapability": "discovery",
     "AgentProfile": "discovery",
     "Registry": "discovery",
-    "Agent": "a2a.core.agent",
-    "Context": "a2a.core.context",
-    "CallOptions": "a2a.core.options",
-    "Peer": "a2a.core.peer",
-    "peer_agent": "a2a.core.peer",
-    "Retry": "a2a.core.retry",
-    "Route": "a2a.core.route",
-    "Target": "a2a.core.route",
-    "by_capability": "a2a.core.route",
-    "by_instance": "a2a.core.route",
-    "to_each": "a2a.core.route",
-    "Runtime": "a2a.core.runtime",
-    "Settings": "a2a.core.settings",
-    "ContextBuilder": "a2a.delegation.context_builder",
-    "Policy": "a2a.delegation.policy",
-    "Redactor": "a2a.delegation.redact",
-    "Rule": "a2a.delegation.redact",
-    "AgentRules": "a2a.delegation.roster",
-    "Roster": "a2a.delegation.roster",
-    "DelegationRequest": "a2a.delegation.views",
-    "DelegationResponse": "a2a.delegation.views",
-    "DelegationStep": "a2a.delegation.views",
-    "FanOutResult": "a2a.delegation.views",
-    "Telemetry": "a2a.observability.telemetry",
-    "HistoryStore": "a2a.stores.history",
+    "Agent": ".core.agent",
+    "Context": ".core.context",
+    "CallOptions": ".core.options",
+    "Peer": ".core.peer",
+    "peer_agent": ".core.peer",
+    "Retry": ".core.retry",
+    "Route": ".core.route",
+    "Target": ".core.route",
+    "by_capability": ".core.route",
+    "by_instance": ".core.route",
+    "to_each": ".core.route",
+    "Runtime": ".core.runtime",
+    "Settings": ".core.settings",
+    "ContextBuilder": ".delegation.context_builder",
+    "Policy": ".delegation.policy",
+    "Redactor": ".delegation.redact",
+    "Rule": ".delegation.redact",
+    "AgentRules": ".delegation.roster",
+    "Roster": ".delegation.roster",
+    "DelegationRequest": ".delegation.views",
+    "DelegationResponse": ".delegation.views",
+    "DelegationStep": ".delegation.views",
+    "FanOutResult": ".delegation.views",
+    "Telemetry": ".observability.telemetry",
+    "HistoryStore": ".stores.history",
 }
 """Where each public name is defined."""
 
@@ -139,7 +139,7 @@ def __getattr__(name: str) -> Any:
     """A public name, imported on first use; a sub-module (``a2a.wire``) likewise."""
     module = _WHERE.get(name)
     if module is not None:
-        value = getattr(importlib.import_module(module), name)
+        value = getattr(importlib.import_module(module, __name__), name)
     else:
         try:
             value = importlib.import_module(f"{__name__}.{name}")
