@@ -107,6 +107,10 @@ def add_watch_parser(
         parents=parents,
         help="print calls as they start and end (with durations), the calls still running, delegations"
         " and session turns",
+        description="Print each call of the namespace: a call that runs longer than half a second as it"
+        " starts ('X calling Y with task: T (running, 0.5 s so far)'), every call when it ends ('Y"
+        " returned: SUCCESS (N tokens, 1.20 s)'); while calls run, a line every --every seconds lists"
+        " them with their time so far ('running: X → Y 3.0 s'). Session turns and state changes too.",
     )
     p.add_argument("--conversation", help="only this conversation (or session id)")
     p.add_argument("--agent", help="only calls from or to this agent, sessions with it")

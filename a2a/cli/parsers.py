@@ -58,8 +58,10 @@ def add_call_parser(sub: Any, parents: Sequence[argparse.ArgumentParser], connec
         parents=parents,
         help="call an agent and print the result or the typed error",
         description="Call an agent and print its result (JSON) on standard output. Standard error shows"
-        " the call's conversation and request ids, then each progress update as it arrives; a failed"
-        " call prints its typed error (CODE: message) and exits 1.",
+        " each progress update as it arrives, then who answered, in how long, and the call's conversation"
+        " and request ids (on a terminal, the ids also as the call starts: follow it with 'a2a watch"
+        " --conversation ID'). A failed call prints its typed error in one line (CODE: message, with the"
+        " ids once the call was sent) and exits 1.",
     )
     p.add_argument("args", nargs="+", metavar="AGENT ACTION | ACTION")
     p.add_argument(
