@@ -9,13 +9,14 @@ import re
 import signal
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..core.runtime import Runtime
-from ..core.settings import Settings
 from .common import CommandError, settings_from
+
+if TYPE_CHECKING:
+    from ..core.settings import Settings
 
 __all__ = ["add_attach_parser", "cmd_attach", "parse_headers"]
 
@@ -104,6 +105,7 @@ class _Shutdown:
 async def _attach(
     settings: Settings, args: argparse.Namespace, headers: dict[str, str], keys: list[Any]
 ) -> bool:
+    from ..core.runtime import Runtime
     from ..external import NoUsableInterface, remote_agent
 
     shutdown = _Shutdown()

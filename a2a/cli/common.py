@@ -1,4 +1,9 @@
-"""What the commands share: consoles, settings from arguments, loading agents, argument types."""
+"""What the commands share: consoles, settings from arguments, loading agents, argument types.
+
+Importing this module costs next to nothing: the parser of every command uses it, and
+``a2a --help`` must answer at once. What a command needs from the runtime is imported
+when the command runs (or when an argument that needs it is checked).
+"""
 
 from __future__ import annotations
 
@@ -9,23 +14,23 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
-from bus.subjects import validate_name
-from discovery.profile import validate_capability_id
+    from bus.errors import A2AError
 
-from ..core.agent import Agent
-from ..core.settings import MAX_SECONDS, Settings, check_nats_url, check_redis_url
+    from ..core.agent import Agent
+    from ..core.settings import Settings
 
 __all__ = [
+    "MAX_SECONDS",
     "CommandError",
     "capability_id",
-    "console",
-    "err_console",
+    "describe_error",
     "integer",
+    "lazy",
     "load_agents",
     "nats_url",
     "port",
@@ -36,10 +41,23 @@ __all__ = [
     "subject_token",
 ]
 
-# Piped output (CI logs, `| less`) gets a width that fits the timeline instead of rich's 80.
-_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 140
-console = Console(width=_WIDTH)
-err_console = Console(stderr=True, width=_WIDTH)
+MAX_SECONDS = 7 * 24 * 3600.0
+"""Longest timeout a command accepts: ``a2a.core.settings.MAX_SECONDS``, without importing it."""
+
+_consoles: dict[str, Console] = {}
+
+
+def __getattr__(name: str) -> Console:
+    """``console`` and ``err_console``: rich consoles, made (and rich imported) on first use."""
+    if name not in ("console", "err_console"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _consoles:
+        from rich.console import Console
+
+        # Piped output (CI logs, `| less`) gets a width that fits the timeline instead of rich's 80.
+        width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 140
+        _consoles[name] = Console(stderr=name == "err_console", width=width)
+    return _consoles[name]
 
 
 class CommandError(Exception):
@@ -56,6 +74,28 @@ class CommandError(Exception):
 T = TypeVar("T")
 
 
+def describe_error(exc: A2AError) -> str:
+    """A typed error in one line: ``CODE: message (at agent X, hop N; details {...})``."""
+    import json
+
+    where = [f"agent {exc.agent}" if exc.agent else "", f"hop {exc.hop}" if exc.hop is not None else ""]
+    context = [f"at {', '.join(w for w in where if w)}" if any(where) else ""]
+    if exc.details:
+        context.append(f"details {json.dumps(exc.details, default=str)}")
+    suffix = "; ".join(c for c in context if c)
+    return f"{exc.code}: {exc.message}" + (f" ({suffix})" if suffix else "")
+
+
+def lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The command ``name`` of ``a2a.cli.<module>``, imported when the command runs."""
+
+    def command(args: argparse.Namespace) -> int:
+        return int(getattr(importlib.import_module(f"{__package__}.{module}"), name)(args))
+
+    command.__name__ = command.__qualname__ = name
+    return command
+
+
 def run_interruptibly(work: Callable[[], Awaitable[T]]) -> T:
     """Run ``work`` on an event loop; Ctrl-C or SIGTERM cancels it and raises KeyboardInterrupt.
 
@@ -64,6 +104,8 @@ def run_interruptibly(work: Callable[[], Awaitable[T]]) -> T:
     say) cannot keep the command waiting for its own timeout. What ``work`` raises is
     raised as it is (not inside an exception group).
     """
+    import anyio
+
     results: list[T] = []
     errors: list[Exception] = []
     interrupted = False
@@ -100,17 +142,16 @@ def run_interruptibly(work: Callable[[], Awaitable[T]]) -> T:
 
 
 def settings_from(args: argparse.Namespace, **extra: Any) -> Settings:
-    """Settings from the environment, with the command's connection options on top.
+    """Settings from the command's connection options, then the environment, then the dev
+    cluster file of a running ``a2a up``, then the defaults; a default server in use is named
+    on standard error.
 
     Raises:
-        ValueError: a setting is invalid; the message names the variable or option.
+        ValueError: a setting (or the dev cluster file) is invalid; the message names it.
     """
-    return Settings.from_env(
-        nats_url=getattr(args, "nats_url", None),
-        redis_url=getattr(args, "redis_url", None),
-        namespace=getattr(args, "namespace", None),
-        **extra,
-    )
+    from .servers import resolve_settings
+
+    return resolve_settings(args, **extra)
 
 
 def _import(module_name: str) -> object:
@@ -129,6 +170,8 @@ def _import(module_name: str) -> object:
 
 def _agents_of(target: str, obj: object) -> list[Agent]:
     """``obj`` as a list of Agents: an Agent, or a list or tuple of them."""
+    from ..core.agent import Agent
+
     found = [obj] if isinstance(obj, Agent) else list(obj) if isinstance(obj, list | tuple) else []
     if not found or not all(isinstance(a, Agent) for a in found):
         raise CommandError(f"{target} is neither an Agent nor a non-empty list of Agents", status=2)
@@ -209,16 +252,36 @@ def _checked(check: Callable[[str], str]) -> Callable[[str], str]:
     return parse
 
 
-nats_url = _checked(check_nats_url)
-redis_url = _checked(check_redis_url)
+def _check_nats_url(text: str) -> str:
+    from ..core.settings import check_nats_url
+
+    return check_nats_url(text)
+
+
+def _check_redis_url(text: str) -> str:
+    from ..core.settings import check_redis_url
+
+    return check_redis_url(text)
+
+
+nats_url = _checked(_check_nats_url)
+redis_url = _checked(_check_redis_url)
 
 
 def subject_token(kind: str) -> Callable[[str], str]:
     """A parser of names that become one subject token (namespaces, agent names)."""
-    return _checked(lambda text: validate_name(kind, text))
+
+    def check(text: str) -> str:
+        from bus.subjects import validate_name
+
+        return validate_name(kind, text)
+
+    return _checked(check)
 
 
 def _check_capability(text: str) -> str:
+    from discovery.profile import validate_capability_id
+
     return validate_capability_id(text)
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import anyio
 
-from .common import CommandError, settings_from
+from .common import CommandError, lazy, seconds, settings_from
 
-__all__ = ["add_console_parser", "add_watch_parser", "cmd_console", "cmd_watch"]
+__all__ = ["add_console_parser", "add_watch_parser", "cmd_console"]
 
 
 def add_console_parser(
@@ -46,6 +46,7 @@ def cmd_console(args: argparse.Namespace) -> int:
     from ..console import ConsoleAuth, serve_console
     from ..console.auth import parse_tokens
     from ..core.runtime import Runtime
+    from ..core.settings import read_dev_cluster
     from ..dev.servers import NatsServer, RedisServer
     from ..sessions import Sessions
 
@@ -54,12 +55,19 @@ def cmd_console(args: argparse.Namespace) -> int:
     auth = ConsoleAuth(args.user, parse_tokens(os.environ.get("A2A_CONSOLE_TOKENS", "")))
     with ExitStack() as stack:
         urls: dict[str, Any] = {}
-        if args.demo and not (args.nats_url or os.environ.get("NATS_URL")):
+        given = args.nats_url or os.environ.get("NATS_URL")
+        found = None if given else read_dev_cluster()  # --demo uses a running `a2a up`'s servers
+        embedded = args.demo and not (found is not None and found.running)
+        if embedded and not given:
             urls["nats_url"] = stack.enter_context(NatsServer()).url
-        if args.demo and not (args.redis_url or os.environ.get("REDIS_URL")):
+        if embedded and not (args.redis_url or os.environ.get("REDIS_URL")):
             urls["redis_url"] = stack.enter_context(RedisServer()).url
         for key, value in urls.items():
             setattr(args, key, value)
+            print(
+                f"started {'nats-server' if key == 'nats_url' else 'Redis'} on {value} for the demo",
+                flush=True,
+            )
         settings = settings_from(args)
         if not settings.redis_url:
             raise CommandError("the console keeps sessions in Redis: set REDIS_URL or --redis-url", status=2)
@@ -80,6 +88,7 @@ def cmd_console(args: argparse.Namespace) -> int:
                     )
                     port = await tg.start(serve)
                     print(f"A2A console on http://{args.host}:{port}/", flush=True)
+                    print(f"NATS {settings.nats_url}, Redis {settings.redis_url}", flush=True)
                     if args.demo:
                         print("start a session: local agent drafter, remote agent reviewer", flush=True)
                     async for _ in signals:
@@ -96,45 +105,22 @@ def add_watch_parser(
     p = sub.add_parser(
         "watch",
         parents=parents,
-        help="print calls, delegations and session turns as they happen",
+        help="print calls as they start and end (with durations), the calls still running, delegations"
+        " and session turns",
+        description="Print each call of the namespace: a call that runs longer than half a second as it"
+        " starts ('X calling Y with task: T (running, 0.5 s so far)'), every call when it ends ('Y"
+        " returned: SUCCESS (N tokens, 1.20 s)'); while calls run, a line every --every seconds lists"
+        " them with their time so far ('running: X → Y 3.0 s'). Session turns and state changes too.",
     )
     p.add_argument("--conversation", help="only this conversation (or session id)")
     p.add_argument("--agent", help="only calls from or to this agent, sessions with it")
     p.add_argument("--user", help="only this user's calls and sessions")
+    p.add_argument(
+        "--every",
+        type=seconds,
+        default=5.0,
+        help="seconds between two lines listing the calls still running, with their time so far (default 5)",
+    )
     assert callable(connection_options)
     connection_options(p)
-    p.set_defaults(func=cmd_watch)
-
-
-def cmd_watch(args: argparse.Namespace) -> int:
-    from ..console.feed import Feed
-    from ..console.watch import Watcher, WatchFilter
-    from ..core.runtime import Runtime
-    from ..sessions.store import SessionStore
-
-    settings = settings_from(args)
-    if not settings.redis_url:
-        raise CommandError("needs Redis for session events: set REDIS_URL or --redis-url", status=2)
-    watcher = Watcher(WatchFilter(args.conversation, args.agent, args.user))
-
-    async def run() -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with Runtime(settings) as runtime, anyio.create_task_group() as tg:
-                assert runtime.registry is not None
-                feed = Feed(runtime, SessionStore(runtime.registry.redis, settings.namespace))
-                with feed.listen() as events:
-                    await tg.start(feed.run)
-                    print(f"watching namespace {settings.namespace!r} (Ctrl-C stops)", flush=True)
-
-                    async def show() -> None:
-                        async for event in events:
-                            for line in watcher.lines(event):
-                                print(line, flush=True)
-
-                    tg.start_soon(show)
-                    async for _ in signals:
-                        break
-                    tg.cancel_scope.cancel()
-
-    anyio.run(run)
-    return 0
+    p.set_defaults(func=lazy("watch", "cmd_watch"))

@@ -7,13 +7,14 @@ import logging
 import signal
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..core.runtime import Runtime
-from ..core.settings import Settings
 from .common import CommandError, seconds, settings_from, subject_token
+
+if TYPE_CHECKING:
+    from ..core.settings import Settings
 
 __all__ = ["add_gateway_parser", "cmd_gateway"]
 
@@ -111,6 +112,7 @@ def add_gateway_parser(
 
 
 def cmd_gateway(args: argparse.Namespace) -> int:
+    from ..core.runtime import Runtime
     from ..gateway import Authenticator, CardSigner, GatewayConfig, JwtConfig, serve_gateway
 
     if not 0 <= args.port <= 65535:

@@ -14,7 +14,6 @@ Unexpected exceptions add a hint to rerun with ``-vv``, which prints the traceba
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -22,18 +21,13 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from bus.errors import A2AError
-from discovery.errors import is_redis_error
-from transports import TransportError
-
-from ..delegation.redact import RedactingFilter, Redactor
 from .attach import add_attach_parser
 from .common import (
     CommandError,
-    capability_id,
+    describe_error,
     integer,
+    lazy,
     nats_url,
-    port,
     redis_url,
     seconds,
     sizes,
@@ -41,16 +35,7 @@ from .common import (
 )
 from .console import add_console_parser, add_watch_parser
 from .gateway import add_gateway_parser
-from .info import (
-    cmd_agents,
-    cmd_audit,
-    cmd_grant_key,
-    cmd_history,
-    cmd_nats_config,
-    cmd_redis_config,
-    cmd_schemas,
-)
-from .run import cmd_bench, cmd_call, cmd_demo, cmd_serve, cmd_up
+from .parsers import add_call_parser, add_history_parser, add_up_parser
 from .session import add_session_parser
 from .stdio import add_stdio_parser
 from .tasks import add_task_parsers
@@ -84,8 +69,16 @@ def _verbosity() -> _Parser:
 
 
 def _connection_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--nats-url", type=nats_url, help="NATS server URL(s) (env NATS_URL)")
-    p.add_argument("--redis-url", type=redis_url, help="registry Redis URL (env REDIS_URL)")
+    p.add_argument(
+        "--nats-url",
+        type=nats_url,
+        help="NATS server URL(s) (env NATS_URL, else the dev cluster of 'a2a up', else nats://127.0.0.1:4222)",
+    )
+    p.add_argument(
+        "--redis-url",
+        type=redis_url,
+        help="registry Redis URL (env REDIS_URL, else the dev cluster of 'a2a up', else redis://127.0.0.1:6379/0)",
+    )
     p.add_argument(
         "--namespace",
         type=subject_token("namespace"),
@@ -120,12 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     common = [_verbosity()]
 
-    p = sub.add_parser(
-        "up", parents=common, help="run an embedded dev cluster: nats-server (JetStream) and Redis/Valkey"
-    )
-    p.add_argument("--nats-port", type=port, help="port for nats-server (default: a free port)")
-    p.add_argument("--redis-port", type=port, help="port for the Redis server (default: a free port)")
-    p.set_defaults(func=cmd_up)
+    add_up_parser(sub, common)
 
     p = sub.add_parser("serve", parents=common, help="run agents in this process until stopped")
     p.add_argument("targets", nargs="+", metavar="module:attr", help="an Agent, or a list of Agents")
@@ -135,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve /livez, /readyz, /healthz here (env A2A_HEALTH_PORT)",
     )
     _connection_options(p)
-    p.set_defaults(func=cmd_serve)
+    p.set_defaults(func=lazy("run", "cmd_serve"))
 
     add_gateway_parser(sub, common, _connection_options)
     add_attach_parser(sub, common, _connection_options)
@@ -145,25 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_session_parser(sub, common, _connection_options)
     add_task_parsers(sub, common, _connection_options)
 
-    p = sub.add_parser(
-        "agents", parents=common, help="list the registry: instances, capabilities, status, load"
-    )
-    _connection_options(p)
-    p.set_defaults(func=cmd_agents)
-
-    p = sub.add_parser("call", parents=common, help="call an agent and print the result or the typed error")
-    p.add_argument("args", nargs="+", metavar="AGENT ACTION | ACTION")
-    p.add_argument(
-        "--capability",
-        action="append",
-        type=capability_id,
-        help="route by capability instead of agent name (repeatable)",
-    )
-    p.add_argument("--params", help="parameters as a JSON object")
-    p.add_argument("--timeout", type=seconds, help="seconds (default A2A_TIMEOUT or 30)")
-    p.add_argument("--user", help="userId carried down the call chain")
-    _connection_options(p)
-    p.set_defaults(func=cmd_call)
+    add_call_parser(sub, common, _connection_options)
 
     p = sub.add_parser(
         "demo",
@@ -182,19 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the agents already run elsewhere (containers) in A2A_NAMESPACE; only send the task",
     )
     p.add_argument("--workspace", help="create the demo workspace here (a directory the agents share)")
-    p.set_defaults(func=cmd_demo)
+    p.set_defaults(func=lazy("run", "cmd_demo"))
 
-    p = sub.add_parser(
-        "history",
-        parents=common,
-        help="a conversation's summary, messages and sub-agent interactions, from the history store",
-    )
-    p.add_argument("conversation", help="conversation (or thread) id")
-    p.add_argument(
-        "--messages", type=integer(0, 1000), default=20, help="the last N messages to show (default 20)"
-    )
-    _connection_options(p)
-    p.set_defaults(func=cmd_history)
+    add_history_parser(sub, common, _connection_options)
 
     p = sub.add_parser("audit", parents=common, help="audit records kept in JetStream, filtered")
     p.add_argument("--agent", help="records where this agent is origin or target")
@@ -209,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="one JSON record per line")
     _connection_options(p)
-    p.set_defaults(func=cmd_audit)
+    p.set_defaults(func=lazy("info", "cmd_audit"))
 
     p = sub.add_parser(
         "nats-config", parents=common, help="nats-server users with per-agent permissions, from a roster"
@@ -221,10 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=600.0,
         help="the agents' A2A_MAX_TTL: how long after a request they may still answer it (default 600)",
     )
-    p.set_defaults(func=cmd_nats_config)
+    p.set_defaults(func=lazy("info", "cmd_nats_config"))
 
     p = sub.add_parser("grant-key", parents=common, help="a new entry-point key pair for signing user grants")
-    p.set_defaults(func=cmd_grant_key)
+    p.set_defaults(func=lazy("info", "cmd_grant_key"))
 
     p = sub.add_parser(
         "redis-config", parents=common, help="Redis ACL users with per-agent key permissions, from a roster"
@@ -235,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="load the registry's function library into the Redis at REDIS_URL (as its admin user)",
     )
-    p.set_defaults(func=cmd_redis_config)
+    p.set_defaults(func=lazy("info", "cmd_redis_config"))
 
     p = sub.add_parser(
         "bench", parents=common, help="runtime vs raw nats-py / redis-py, measured in the same run"
@@ -291,11 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=integer(0, 2**31 - 1), help="with --chaos: the random seed (printed)")
     p.add_argument("--nats-url", type=nats_url, help="use this server instead of an embedded one")
     p.add_argument("--redis-url", type=redis_url, help="use this server instead of an embedded one")
-    p.set_defaults(func=cmd_bench)
+    p.set_defaults(func=lazy("run", "cmd_bench"))
 
     p = sub.add_parser("schemas", parents=common, help="write the JSON Schemas of the wire types")
     p.add_argument("--out", default="schemas", help="directory (default: ./schemas)")
-    p.set_defaults(func=cmd_schemas)
+    p.set_defaults(func=lazy("info", "cmd_schemas"))
     return parser
 
 
@@ -312,23 +272,17 @@ def _innermost(exc: BaseException) -> BaseException:
     return exc
 
 
-def _a2a_error(exc: A2AError) -> str:
-    """``CODE: message (at agent X, hop N; details {...})``."""
-    where = [f"agent {exc.agent}" if exc.agent else "", f"hop {exc.hop}" if exc.hop is not None else ""]
-    context = [f"at {', '.join(w for w in where if w)}" if any(where) else ""]
-    if exc.details:
-        context.append(f"details {json.dumps(exc.details, default=str)}")
-    suffix = "; ".join(c for c in context if c)
-    return f"{exc.code}: {exc.message}" + (f" ({suffix})" if suffix else "")
-
-
 def _explain(exc: BaseException) -> tuple[int, str] | None:
     """Exit status and message of an expected failure; None for an unexpected one."""
     text = str(exc) or type(exc).__name__
     if isinstance(exc, CommandError):
         return exc.status, text
+    from bus.errors import A2AError
+    from discovery.errors import is_redis_error
+    from transports import TransportError
+
     if isinstance(exc, A2AError):  # before ValueError: some A2A errors are ValueErrors too
-        return FAILED, _a2a_error(exc)
+        return FAILED, describe_error(exc)
     if isinstance(exc, ValueError):  # settings, arguments, the roster (RosterError)
         return USAGE, text
     if isinstance(exc, TransportError) or is_redis_error(exc):  # a redis-py error no store translated
@@ -365,6 +319,22 @@ def run_command(args: argparse.Namespace) -> int:
         return _report(args.command, reason, args.verbose)
 
 
+class _Redacting(logging.Filter):
+    """Redacts what a log line quotes (``RedactingFilter``), made at the first line logged:
+    a command that logs nothing does not import the redaction rules."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._filter: logging.Filter | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._filter is None:
+            from ..delegation.redact import RedactingFilter, Redactor
+
+            self._filter = RedactingFilter(Redactor())
+        return bool(self._filter.filter(record))
+
+
 def _configure_logging(args: argparse.Namespace) -> None:
     level = os.environ.get("A2A_LOG_LEVEL") or (
         "DEBUG"
@@ -377,7 +347,7 @@ def _configure_logging(args: argparse.Namespace) -> None:
         logging.basicConfig(
             level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
         )
-        redacting = RedactingFilter(Redactor())  # whatever a log line quotes, secrets stay out
+        redacting = _Redacting()  # whatever a log line quotes, secrets stay out
         for handler in logging.getLogger().handlers:
             handler.addFilter(redacting)
     except ValueError:

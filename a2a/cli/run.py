@@ -1,96 +1,28 @@
-"""Commands that run things: servers, agents, calls, the demo, the benchmark."""
+"""Commands that run things: agents, the demo, the benchmark."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
-import sys
-import time
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
+from typing import TYPE_CHECKING
 
 import anyio
 
-from bus.subjects import validate_name
-
 from ..core.agent import Agent
-from ..core.route import Target, by_capability
 from ..core.runtime import Runtime
-from ..core.settings import Settings, check_nats_url, check_redis_url
-from .common import CommandError, console, err_console, load_agents, run_interruptibly, settings_from
+from ..core.settings import Settings, read_dev_cluster
+from .common import CommandError, console, load_agents, settings_from
+from .servers import check_redis_for_serving
+from .up import check_server_environment
 
 if TYPE_CHECKING:
     from ..observability.telemetry import Telemetry
 
-__all__ = [
-    "OPEN_CLUSTER",
-    "call_target",
-    "cmd_bench",
-    "cmd_call",
-    "cmd_demo",
-    "cmd_serve",
-    "cmd_up",
-    "parse_params",
-]
-
-OPEN_CLUSTER = (
-    "# open dev cluster: no credentials, so any process that reaches these servers may call any"
-    " agent as anyone (README: Security model)"
-)
-
-MAX_PARAMS_DEPTH = 100
-"""Deepest nesting of ``--params`` accepted: far beyond real parameters, far below recursion limits."""
-_MAX_ACTION = 256  # the wire's limit on action names
-
-
-def _check_server_environment() -> None:
-    """NATS_URL and REDIS_URL, when set, must be URLs the runtime can use."""
-    for var, check in (("NATS_URL", check_nats_url), ("REDIS_URL", check_redis_url)):
-        value = os.environ.get(var)
-        if value:
-            try:
-                check(value)
-            except ValueError as exc:
-                raise ValueError(f"invalid {var}: {exc}") from None
-
-
-def cmd_up(args: argparse.Namespace) -> int:
-    from ..dev.servers import NatsServer, RedisServer
-
-    _check_server_environment()
-    started = []
-    try:
-        nats_url = os.environ.get("NATS_URL")
-        if not nats_url:
-            nats = NatsServer(args.nats_port).start()
-            started.append(nats)
-            nats_url = nats.url
-        redis_url = os.environ.get("REDIS_URL")
-        if not redis_url:
-            redis = RedisServer(args.redis_port).start()
-            started.append(redis)
-            redis_url = redis.url
-        console.print(f"export NATS_URL={nats_url}")
-        console.print(f"export REDIS_URL={redis_url}")
-        console.print("export A2A_OPEN=1  # development: without a roster, agents may call each other")
-        if not started:
-            console.print("# NATS_URL and REDIS_URL point at running servers; nothing to start")
-            return 0
-        console.print(f"# {len(started)} server(s) running; Ctrl-C stops them", style="dim")
-        console.print(OPEN_CLUSTER, style="dim")
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-        while all(s.running for s in started):
-            time.sleep(0.5)
-        err_console.print("a server exited unexpectedly:", *(s.log_tail() for s in started if not s.running))
-        return 1
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        for server in started:
-            server.cleanup()
+__all__ = ["cmd_bench", "cmd_demo", "cmd_serve"]
 
 
 class _Shutdown:
@@ -111,8 +43,11 @@ class _Shutdown:
             return
 
 
-async def _serve(settings: Settings, telemetry: Telemetry, agents: list[Agent]) -> bool:
-    """Serve ``agents`` until a signal; False when the signal came before they were serving."""
+async def _serve(
+    settings: Settings, telemetry: Telemetry, agents: list[Agent], check: Callable[[], Awaitable[None]]
+) -> bool:
+    """Serve ``agents`` until a signal, once connected and ``check`` passed; False when the signal
+    came before they were serving."""
     shutdown = _Shutdown()
     # Signals are caught before anything registers, so a SIGTERM at any point after
     # this deregisters cleanly instead of leaving the instance to expire.
@@ -123,6 +58,7 @@ async def _serve(settings: Settings, telemetry: Telemetry, agents: list[Agent]) 
                 # Connected: from here a signal is a normal stop, once the agents (which may
                 # already be registered and visible) are up, then deregistered on the way out.
                 shutdown.serving = True
+                await check()
                 if settings.health_port is not None:
                     await rt.serve_health(settings.health_port)
                 for host in await rt.serve(*agents):
@@ -140,76 +76,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = settings_from(args, health_port=args.health_port)
     agents = load_agents(args.targets)
     telemetry = Telemetry.from_env("+".join(a.name for a in agents))
-    served = anyio.run(_serve, settings, telemetry, agents)
+    check = partial(check_redis_for_serving, args, settings.redis_url)
+    served = anyio.run(_serve, settings, telemetry, agents, check)
     return 0 if served else 130  # 130: interrupted while starting, as after Ctrl-C elsewhere
-
-
-def _depth(value: Any) -> int:
-    """How deeply lists and objects nest in ``value`` (a scalar is 0), without recursing."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        for child in children:
-            if isinstance(child, dict | list):
-                stack.append((child, level + 1))
-        if isinstance(item, dict | list):
-            deepest = max(deepest, level)
-    return deepest
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def parse_params(text: str | None) -> dict[str, Any] | None:
-    """``--params`` as a JSON object; CommandError (status 2) when it is anything else."""
-    if not text:
-        return None
-    try:
-        params = json.loads(text, parse_constant=_no_constant)
-    except RecursionError:  # deeper than the parser itself goes
-        raise CommandError(f"--params is nested deeper than {MAX_PARAMS_DEPTH} levels", status=2) from None
-    except ValueError as exc:  # JSONDecodeError, NaN or Infinity
-        raise CommandError(f"--params is not valid JSON: {exc}", status=2) from None
-    if not isinstance(params, dict):
-        raise CommandError("--params must be a JSON object", status=2)
-    if _depth(params) > MAX_PARAMS_DEPTH:
-        raise CommandError(f"--params is nested deeper than {MAX_PARAMS_DEPTH} levels", status=2)
-    return params
-
-
-def call_target(args: argparse.Namespace, command: str = "call") -> tuple[Target, str]:
-    """Where the call goes and which action, from the positional arguments."""
-    positional = list(args.args)
-    target: Target
-    if args.capability:
-        if len(positional) != 1:
-            raise CommandError(
-                f"usage: a2a {command} --capability CAP [--capability CAP ...] ACTION", status=2
-            )
-        target, action = by_capability(*args.capability), positional[0]
-    else:
-        if len(positional) != 2:
-            raise CommandError(f"usage: a2a {command} AGENT ACTION [--params JSON]", status=2)
-        target, action = validate_name("agent name", positional[0]), positional[1]
-    if not 1 <= len(action) <= _MAX_ACTION:
-        raise CommandError(f"an action name has 1-{_MAX_ACTION} characters, got {len(action)}", status=2)
-    return target, action
-
-
-def cmd_call(args: argparse.Namespace) -> int:
-    target, action = call_target(args)
-    params = parse_params(args.params)
-    settings = settings_from(args, client_name="cli")
-
-    async def call() -> Any:
-        async with Runtime(settings) as rt:
-            return await rt.call(target, action, params, timeout=args.timeout, user_id=args.user)
-
-    result = run_interruptibly(call)  # an A2AError is reported by main as "CODE: message"
-    print(json.dumps(result, indent=2))
-    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -217,16 +86,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     # Check the environment before starting servers and agent processes; without
     # --external-agents the demo runs in a fresh namespace of its own.
-    _check_server_environment()
+    check_server_environment()
+    nats_url = args.nats_url or os.environ.get("NATS_URL")
+    redis_url = args.redis_url or os.environ.get("REDIS_URL")
+    found = None if nats_url else read_dev_cluster()  # the servers of a running `a2a up`, if any
+    if found is not None and found.running:
+        nats_url, redis_url = found.values["NATS_URL"], redis_url or found.values["REDIS_URL"]
+        console.print(f"[dim]using the dev cluster of a2a up (pid {found.pid}, {found.path})[/]")
+    elif found is not None:
+        console.print(f"[dim]ignoring {found.path}: the a2a up that wrote it (pid {found.pid}) is gone[/]")
     Settings.from_env(
-        nats_url=args.nats_url,
-        redis_url=args.redis_url,
+        nats_url=nats_url,
+        redis_url=redis_url,
         namespace=None if args.external_agents else "demo",
     )
     return run_demo(
         console,
-        nats_url=args.nats_url,
-        redis_url=args.redis_url,
+        nats_url=nats_url,
+        redis_url=redis_url,
         external_agents=args.external_agents,
         workspace_dir=args.workspace,
     )

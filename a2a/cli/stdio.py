@@ -11,14 +11,15 @@ import argparse
 import logging
 import signal
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..core.agent import Agent
-from ..core.runtime import Runtime
-from ..core.settings import Settings
 from .common import CommandError, capability_id, integer, settings_from, subject_token
+
+if TYPE_CHECKING:
+    from ..core.agent import Agent
+    from ..core.settings import Settings
 
 __all__ = ["USAGE_LINE", "add_stdio_parser", "cmd_serve_stdio"]
 
@@ -26,13 +27,18 @@ USAGE_LINE = "a2a serve-stdio NAME [options] -- COMMAND [ARGS...]"
 _USAGE = 2
 
 
+def _pool(text: str) -> int:
+    """``--pool``: 1 to the most processes a stdio agent runs (imported only when given)."""
+    from ..stdio.peer import MAX_POOL
+
+    return integer(1, MAX_POOL)(text)
+
+
 def add_stdio_parser(
     sub: Any,
     parents: Sequence[argparse.ArgumentParser],
     connection_options: Callable[[argparse.ArgumentParser], None],
 ) -> None:
-    from ..stdio.peer import MAX_POOL
-
     p = sub.add_parser(
         "serve-stdio",
         parents=list(parents),
@@ -42,7 +48,7 @@ def add_stdio_parser(
     p.add_argument("name", type=subject_token("agent name"), metavar="NAME", help="agent name on the bus")
     p.add_argument(
         "--pool",
-        type=integer(1, MAX_POOL),
+        type=_pool,
         default=1,
         help="processes of the program, each taking one call at a time (default 1)",
     )
@@ -121,16 +127,20 @@ class _Shutdown:
             return
 
 
-async def _serve(settings: Settings, agent: Agent, command: Sequence[str], pool: int) -> bool:
+async def _serve(args: argparse.Namespace, settings: Settings, agent: Agent) -> bool:
     """Serve ``agent`` until a signal; False when the signal came before it was serving."""
+    from ..core.runtime import Runtime
     from ..observability.telemetry import Telemetry
+    from .servers import check_redis_for_serving
 
+    command, pool = args.program, args.pool
     shutdown = _Shutdown()
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with anyio.create_task_group() as tg:
             tg.start_soon(shutdown.watch, signals, tg.cancel_scope)
             async with Runtime(settings, telemetry=Telemetry.from_env(agent.name)) as rt:
                 shutdown.serving = True
+                await check_redis_for_serving(args, settings.redis_url)
                 if settings.health_port is not None:
                     await rt.serve_health(settings.health_port)
                 (host,) = await rt.serve(agent)
@@ -150,5 +160,5 @@ def cmd_serve_stdio(args: argparse.Namespace) -> int:
     args = _command(args)
     agent = _agent(args)
     settings = settings_from(args, health_port=args.health_port)
-    served = anyio.run(_serve, settings, agent, args.program, args.pool)
+    served = anyio.run(_serve, args, settings, agent)
     return 0 if served else 130

@@ -18,13 +18,6 @@ from typing import Any
 
 import anyio
 
-from bus.subjects import Subjects
-from transports import TransportError
-from transports.jetstream_setup import provision
-
-from ..core.connect import connect_nats
-from ..core.durable import store_config
-from ..delegation.roster import Roster
 from .common import CommandError, integer, run_interruptibly, settings_from
 
 __all__ = ["add_setup_parser"]
@@ -50,6 +43,14 @@ def add_setup_parser(verbs: Any, parents: list[argparse.ArgumentParser]) -> None
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
+    from bus.subjects import Subjects
+    from transports import TransportError
+    from transports.jetstream_setup import provision
+
+    from ..core.connect import connect_nats
+    from ..core.durable import store_config
+    from ..delegation.roster import Roster
+
     agents = set(args.agent)
     if args.roster:
         try:

@@ -16,20 +16,19 @@ import os
 import re
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import msgspec
 
-from bus.durable import TaskEvent, TaskOutcome
-from bus.errors import error_from_info
-
-from ..core.runtime import Runtime
-from ..core.settings import MAX_SECONDS, Settings
-from ..core.task_handle import Task
-from .common import CommandError, capability_id, integer, run_interruptibly, settings_from
-from .run import call_target, parse_params
+from .common import MAX_SECONDS, CommandError, capability_id, integer, run_interruptibly, settings_from
 from .task_setup import add_setup_parser
+
+if TYPE_CHECKING:
+    from bus.durable import TaskEvent, TaskOutcome
+
+    from ..core.runtime import Runtime
+    from ..core.settings import Settings
+    from ..core.task_handle import Task
 
 __all__ = ["add_task_parsers", "duration"]
 
@@ -92,13 +91,21 @@ def _common(p: argparse.ArgumentParser, connection_options: Any) -> None:
     connection_options(p)
 
 
+def _runtime(settings: Settings) -> Runtime:
+    from ..core.runtime import Runtime
+
+    return Runtime(settings)
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
+    from .call import call_target, parse_params
+
     target, action = call_target(args, "submit")
     params = parse_params(args.params)
     settings = settings_from(args, client_name="cli", tasks=True)
 
     async def submit() -> Task:
-        async with Runtime(settings) as rt:
+        async with _runtime(settings) as rt:
             return await rt.tasks.submit(
                 target, action, params, key=args.key, timeout=args.timeout, user_id=args.user
             )
@@ -114,7 +121,7 @@ def cmd_task(args: argparse.Namespace) -> int:
         return _follow(args, settings)
 
     async def act() -> TaskOutcome | None:
-        async with Runtime(settings) as rt:
+        async with _runtime(settings) as rt:
             task = await rt.tasks.get(args.id, user_id=args.user)
             if args.verb == "cancel":
                 return await task.cancel()
@@ -132,7 +139,7 @@ def _follow(args: argparse.Namespace, settings: Settings) -> int:
     """Print the task's events as they come; exit 1 when it ended with an error."""
 
     async def follow() -> str | None:
-        async with Runtime(settings) as rt:
+        async with _runtime(settings) as rt:
             task = await rt.tasks.get(args.id, user_id=args.user)
             with anyio.move_on_after(args.timeout or math.inf):
                 async for event in task.events(after=args.after):
@@ -147,6 +154,8 @@ def _follow(args: argparse.Namespace, settings: Settings) -> int:
 
 def _print_event(event: TaskEvent, as_json: bool) -> None:
     if as_json:
+        import msgspec
+
         print(json.dumps(msgspec.to_builtins(event)), flush=True)
         return
     at = time.strftime("%H:%M:%S", time.localtime(event.at / 1000)) if event.at else "--:--:--"
@@ -168,7 +177,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     settings = settings_from(args, client_name="cli", tasks=True)
 
     async def listing() -> list[Task]:
-        async with Runtime(settings) as rt:
+        async with _runtime(settings) as rt:
             return await rt.tasks.list(args.user)
 
     tasks = [t for t in run_interruptibly(listing) if not args.state or _state(t) == args.state][: args.limit]
@@ -217,6 +226,8 @@ def _report(args: argparse.Namespace, outcome: TaskOutcome | None) -> int:
     if outcome.error is None:
         print(json.dumps(outcome.result, indent=2))
         return 0
+    from bus.errors import error_from_info
+
     error = error_from_info(outcome.error)
     if args.verb == "wait":
         raise CommandError(f"{error.code}: {error.message}")

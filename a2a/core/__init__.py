@@ -3,23 +3,49 @@
 Layers only call down: route/settings/slots <- calls (caller side) <- context <- agent
 <- admission/hosting <- presence <- runtime. State flows up by callbacks
 (``Slots.on_change``, ``AgentHost.on_state``), never by calls into a higher layer.
+
+The names below are imported when first used, like those of :mod:`a2a`.
 """
 
-from .agent import Action as Action
-from .agent import Agent as Agent
-from .context import Context as Context
-from .hosting import AgentHost as AgentHost
-from .hosting import HostStats as HostStats
-from .options import CallOptions as CallOptions
-from .peer import Peer as Peer
-from .peer import peer_agent as peer_agent
-from .route import Route as Route
-from .route import Target as Target
-from .route import by_capability as by_capability
-from .route import by_instance as by_instance
-from .route import to_each as to_each
-from .runtime import Runtime as Runtime
-from .settings import Settings as Settings
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports each on first use
+    from .agent import Action as Action
+    from .agent import Agent as Agent
+    from .context import Context as Context
+    from .hosting import AgentHost as AgentHost
+    from .hosting import HostStats as HostStats
+    from .options import CallOptions as CallOptions
+    from .peer import Peer as Peer
+    from .peer import peer_agent as peer_agent
+    from .route import Route as Route
+    from .route import Target as Target
+    from .route import by_capability as by_capability
+    from .route import by_instance as by_instance
+    from .route import to_each as to_each
+    from .runtime import Runtime as Runtime
+    from .settings import Settings as Settings
+
+_WHERE = {
+    "Action": "agent",
+    "Agent": "agent",
+    "Context": "context",
+    "AgentHost": "hosting",
+    "HostStats": "hosting",
+    "CallOptions": "options",
+    "Peer": "peer",
+    "peer_agent": "peer",
+    "Route": "route",
+    "Target": "route",
+    "by_capability": "route",
+    "by_instance": "route",
+    "to_each": "route",
+    "Runtime": "runtime",
+    "Settings": "settings",
+}
 
 __all__ = [
     "Action",
@@ -38,3 +64,23 @@ __all__ = [
     "peer_agent",
     "to_each",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first use; a sub-module likewise."""
+    module = _WHERE.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    else:
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -3,16 +3,20 @@
 Settings check themselves when built: a bad value raises ``ValueError`` naming the field
 (and, from :meth:`Settings.from_env`, the environment variable), so a typo in a
 deployment fails at start-up with one clear line instead of deep inside a call.
+
+Where the servers are, first found: an explicit value (keyword, command-line option), the
+environment, the dev cluster file of a running ``a2a up`` (:func:`read_dev_cluster`), the defaults.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
-import ssl
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import msgspec
@@ -26,10 +30,13 @@ __all__ = [
     "MAX_SECONDS",
     "NATS_SCHEMES",
     "REDIS_SCHEMES",
+    "DevCluster",
     "SettingError",
     "Settings",
     "check_nats_url",
     "check_redis_url",
+    "dev_cluster_file",
+    "read_dev_cluster",
 ]
 
 MAX_SECONDS = 7 * 24 * 3600.0
@@ -40,45 +47,26 @@ _MAX_COUNT = 1_000_000  # hops, depth: far above any real delegation chain
 _MAX_PAYLOAD = 1 << 30
 _MAX_BUDGET = (1 << 63) - 1  # the wire carries budgets as 64-bit integers
 _KEY_TOKEN = re.compile(r"^[A-Za-z0-9]+$")
+_SECONDS = (  # settings in seconds
+    "heartbeat_interval", "default_timeout", "connect_timeout", "max_ttl", "task_ack_wait", "max_task_ttl",
+)  # fmt: skip
 
 # Environment variable -> Settings field. Documented in the README's Configuration table.
 ENVIRONMENT: dict[str, str] = {
-    "NATS_URL": "nats_url",
-    "REDIS_URL": "redis_url",
-    "A2A_NAMESPACE": "namespace",
-    "A2A_HEARTBEAT_INTERVAL": "heartbeat_interval",
-    "A2A_TRUST_FLOOR": "trust_floor",
-    "A2A_TIMEOUT": "default_timeout",
-    "A2A_MAX_HOPS": "max_hops",
-    "A2A_MAX_DEPTH": "max_depth",
-    "A2A_OBJECTIVE_WINDOW": "objective_window",
-    "A2A_MAX_PAYLOAD": "max_payload",
-    "A2A_CLIENT_NAME": "client_name",
-    "A2A_ROSTER": "roster",
-    "A2A_OPEN": "open",
-    "A2A_AUDIT": "audit",
-    "A2A_REDACT_PARAMS": "redact_params",
-    "A2A_HISTORY_CAPTURE": "history_capture",
-    "A2A_HEALTH_PORT": "health_port",
-    "A2A_CONNECT_TIMEOUT": "connect_timeout",
-    "A2A_MAX_TTL": "max_ttl",
-    "A2A_TASKS": "tasks",
-    "A2A_TASK_ACK_WAIT": "task_ack_wait",
-    "A2A_MAX_TASK_TTL": "max_task_ttl",
-    "A2A_MAX_BUDGET": "max_budget",
-    "A2A_IDENTITY": "identity",
-    "A2A_GRANT_KEYS": "grant_keys",
-    "A2A_GRANT_SEED": "grant_seed",
-    "A2A_REQUIRE_GRANTS": "require_grants",
-    "NATS_USER": "nats_user",
-    "NATS_PASSWORD": "nats_password",
-    "NATS_TOKEN": "nats_token",
-    "NATS_NKEY_SEED": "nats_nkey_seed",
-    "NATS_CREDS": "nats_creds",
-    "NATS_TLS_CA": "nats_tls_ca",
-    "NATS_TLS_CERT": "nats_tls_cert",
+    "NATS_URL": "nats_url", "REDIS_URL": "redis_url", "A2A_NAMESPACE": "namespace",
+    "A2A_HEARTBEAT_INTERVAL": "heartbeat_interval", "A2A_TRUST_FLOOR": "trust_floor",
+    "A2A_TIMEOUT": "default_timeout", "A2A_MAX_HOPS": "max_hops", "A2A_MAX_DEPTH": "max_depth",
+    "A2A_OBJECTIVE_WINDOW": "objective_window", "A2A_MAX_PAYLOAD": "max_payload",
+    "A2A_CLIENT_NAME": "client_name", "A2A_ROSTER": "roster", "A2A_OPEN": "open", "A2A_AUDIT": "audit",
+    "A2A_REDACT_PARAMS": "redact_params", "A2A_HISTORY_CAPTURE": "history_capture",
+    "A2A_HEALTH_PORT": "health_port", "A2A_CONNECT_TIMEOUT": "connect_timeout", "A2A_MAX_TTL": "max_ttl",
+    "A2A_TASKS": "tasks", "A2A_TASK_ACK_WAIT": "task_ack_wait", "A2A_MAX_TASK_TTL": "max_task_ttl",
+    "A2A_MAX_BUDGET": "max_budget", "A2A_IDENTITY": "identity", "A2A_GRANT_KEYS": "grant_keys",
+    "A2A_GRANT_SEED": "grant_seed", "A2A_REQUIRE_GRANTS": "require_grants", "NATS_USER": "nats_user",
+    "NATS_PASSWORD": "nats_password", "NATS_TOKEN": "nats_token", "NATS_NKEY_SEED": "nats_nkey_seed",
+    "NATS_CREDS": "nats_creds", "NATS_TLS_CA": "nats_tls_ca", "NATS_TLS_CERT": "nats_tls_cert",
     "NATS_TLS_KEY": "nats_tls_key",
-}
+}  # fmt: skip
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -119,9 +107,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     (with Redis), and keep the conversation's summary."""
     health_port: int | None = None
     """Serve /livez, /readyz and /healthz on this port (``a2a serve``)."""
-    connect_timeout: float = 2.0
-    """How long to keep trying to reach NATS at start-up before giving up (``UNAVAILABLE``).
-    Once connected, a runtime reconnects for ever, each attempt allowed 2 s at least."""
+    connect_timeout: float = 1.0
+    """Seconds to keep trying to reach NATS at start-up (then ``UNAVAILABLE``; at once for a server of
+    another protocol). Once connected, a runtime reconnects for ever, each attempt allowed 2 s at least."""
     max_ttl: float = 600.0
     """Longest time, in seconds, this runtime's agents give a request, whatever its ``ttlMs`` asks."""
     tasks: bool = False
@@ -171,18 +159,26 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         _check_urls(self)
         _check_numbers(self)
         _check_names(self)
-        _check_files(self)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Settings from environment variables (see ``ENVIRONMENT``), then ``overrides``.
 
+        Without ``env``: the process's, and where neither it nor ``overrides`` names a NATS server,
+        the dev cluster file of a running ``a2a up`` for the variables it leaves unset.
+
         Raises:
             ValueError: a value does not convert or fails its check; the message names the
                 environment variable it came from (or the field, for an override).
         """
-        env = os.environ if env is None else env
         given = {k: v for k, v in overrides.items() if v is not None}
+        if env is None:  # the process's: with the servers of `a2a up`, where it names none
+            env = os.environ
+            found = None if given.get("nats_url") or env.get("NATS_URL") else read_dev_cluster(env)
+            if found is not None and found.running:
+                env = {**env, **{k: v for k, v in found.values.items() if not env.get(k)}}
+            elif found is not None:
+                logging.getLogger("a2a.settings").info("ignoring %s: its a2a up is gone", found.path)
         sources = {
             field: var for var, field in ENVIRONMENT.items() if env.get(var, "") != "" and field not in given
         }
@@ -193,28 +189,57 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         except msgspec.ValidationError as exc:
             raise _explain(exc, values, sources) from None
 
-    def tls_context(self) -> ssl.SSLContext | None:
-        """A client TLS context when any TLS setting is given.
 
-        Raises:
-            ValueError: a certificate or key file is missing, unreadable or not PEM; the
-                message names the files.
-        """
-        if not (self.nats_tls_ca or self.nats_tls_cert):
-            return None
-        try:
-            ctx = ssl.create_default_context(cafile=self.nats_tls_ca)
-            if self.nats_tls_cert:
-                ctx.load_cert_chain(self.nats_tls_cert, self.nats_tls_key)
-        except (OSError, ssl.SSLError) as exc:  # ssl's errors leave the file name out
-            files = {
-                "NATS_TLS_CA": self.nats_tls_ca,
-                "NATS_TLS_CERT": self.nats_tls_cert,
-                "NATS_TLS_KEY": self.nats_tls_key,
-            }
-            named = ", ".join(f"{var}={path}" for var, path in files.items() if path)
-            raise ValueError(f"cannot load the TLS files ({named}): {exc.strerror or exc}") from None
-        return ctx
+_DEV = {"NATS_URL", "REDIS_URL", "A2A_OPEN"}  # what the dev cluster file sets, with A2A_DEV_PID
+
+
+class DevCluster(NamedTuple):
+    """The servers of an ``a2a up``, and whether it still runs (else they are gone with it)."""
+
+    path: Path
+    values: dict[str, str]
+    pid: int
+    running: bool
+
+
+def dev_cluster_file(env: Mapping[str, str] | None = None) -> Path:
+    """``A2A_DEV_FILE``, else ``$XDG_CONFIG_HOME/a2a/dev.env`` (``~/.config/a2a/dev.env``)."""
+    env = os.environ if env is None else env
+    config = env.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(env.get("A2A_DEV_FILE") or Path(config) / "a2a" / "dev.env")
+
+
+def read_dev_cluster(env: Mapping[str, str] | None = None) -> DevCluster | None:
+    """The dev cluster file of ``a2a up`` (``export NAME=value`` lines), or None; ValueError naming
+    the file when it cannot be read or is not one ``a2a up`` writes."""
+    path = dev_cluster_file(env)
+    try:
+        lines = [line.strip() for line in path.read_bytes()[: 1 << 16].decode().splitlines()]
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeError) as exc:
+        raise ValueError(f"cannot read the dev cluster file {path}: {exc}") from None
+    pairs = [line.removeprefix("export ").partition("=") for line in lines if line and line[0] != "#"]
+    values = {name.strip(): value.strip() for name, _, value in pairs}
+    pid = values.pop("A2A_DEV_PID", "")
+    try:
+        if not (pid.isdigit() and int(pid) > 0 and {"NATS_URL", "REDIS_URL"} <= set(values) <= _DEV):
+            raise ValueError("expected A2A_DEV_PID, NATS_URL, REDIS_URL and at most A2A_OPEN")
+        check_nats_url(values["NATS_URL"]), check_redis_url(values["REDIS_URL"])
+    except ValueError as exc:
+        raise ValueError(f"{path} is not a dev cluster file of a2a up: {exc}; remove it") from None
+    return DevCluster(path, values, int(pid), _running(int(pid)))
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` is alive and, where /proc tells, an ``a2a`` command."""
+    try:
+        os.kill(pid, 0)
+        return b"a2a" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process, or no /proc
+        return True
 
 
 class SettingError(ValueError):
@@ -279,9 +304,7 @@ def check_redis_url(value: str) -> str:
     parts = urlsplit(value)
     database = parts.path.strip("/")
     if parts.scheme != "unix" and database and not database.isdigit():
-        raise ValueError(
-            f"{_redacted(value)!r}: the path must be a database number, as in redis://host:6379/0"
-        )
+        raise ValueError(f"{_redacted(value)!r}: the path must be a database number, as in redis://h:6379/0")
     return value
 
 
@@ -296,6 +319,8 @@ def _check_urls(s: Settings) -> None:
             check(value)
         except ValueError as exc:
             raise SettingError(field, str(exc)) from None
+    if s.nats_tls_key and not s.nats_tls_cert:
+        raise SettingError("nats_tls_key", "needs nats_tls_cert (NATS_TLS_CERT): a key alone proves nothing")
 
 
 def _check_seconds(field: str, value: object) -> None:
@@ -316,14 +341,7 @@ def _check_numbers(s: Settings) -> None:
     floor = s.trust_floor
     if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0.0 <= floor <= 1.0:
         raise SettingError("trust_floor", f"must be a number from 0 to 1; got {floor!r}")
-    for field in (
-        "heartbeat_interval",
-        "default_timeout",
-        "connect_timeout",
-        "max_ttl",
-        "task_ack_wait",
-        "max_task_ttl",
-    ):
+    for field in _SECONDS:
         _check_seconds(field, getattr(s, field))
     _check_int("max_hops", s.max_hops, 1, _MAX_COUNT)
     _check_int("max_depth", s.max_depth, 0, _MAX_COUNT)
@@ -349,14 +367,7 @@ def _check_names(s: Settings) -> None:
     if s.grant_keys is not None:
         keys = [key.strip() for key in s.grant_keys.split(",")]
         if not all(_KEY_TOKEN.match(key) for key in keys):
-            raise SettingError(
-                "grant_keys", "expected comma-separated public keys (letters and digits, as in U...)"
-            )
-
-
-def _check_files(s: Settings) -> None:
-    if s.nats_tls_key and not s.nats_tls_cert:
-        raise SettingError("nats_tls_key", "needs nats_tls_cert (NATS_TLS_CERT): a key alone proves nothing")
+            raise SettingError("grant_keys", "expected comma-separated public keys (letters, digits: U...)")
 
 
 _EXPECTED = {bool: "true or false (or 1 or 0)", int: "an integer", float: "a number"}
@@ -365,10 +376,8 @@ _EXPECTED = {bool: "true or false (or 1 or 0)", int: "an integer", float: "a num
 def _expected(field: str) -> str:
     """What kind of value ``field`` takes, in words."""
     info = next((f for f in msgspec.structs.fields(Settings) if f.name == field), None)
-    if info is None:
-        return "a valid value"
-    kinds = info.type.__args__ if hasattr(info.type, "__args__") else (info.type,)
-    return next((_EXPECTED[k] for k in kinds if k in _EXPECTED), "a string")
+    kinds = () if info is None else info.type.__args__ if hasattr(info.type, "__args__") else (info.type,)
+    return next((_EXPECTED[k] for k in kinds if k in _EXPECTED), "a string" if info else "a valid value")
 
 
 def _explain(

@@ -98,10 +98,14 @@ def run_demo(
             nats = stack.enter_context(NatsServer())
             nats_url = nats.url
             console.print(f"[bold]started[/] nats-server (JetStream) on {nats_url}  pid {nats.pid}")
+        else:
+            console.print(f"[bold]using[/] NATS at {nats_url}")
         if not redis_url:
             redis = stack.enter_context(RedisServer())
             redis_url = redis.url
             console.print(f"[bold]started[/] {Path(redis.argv()[0]).name} on {redis_url}  pid {redis.pid}")
+        else:
+            console.print(f"[bold]using[/] Redis at {redis_url}")
         if not os.environ.get("NATS_USER"):
             console.print(
                 "[dim]open dev cluster: no credentials, so any process that reaches these servers may"
