@@ -37,6 +37,14 @@ def add_console_parser(
         help="also serve a stdio local agent 'drafter' and a bus agent 'reviewer' (embedded servers"
         " when NATS_URL / REDIS_URL are unset)",
     )
+    p.add_argument(
+        "--jaeger-url",
+        help="Jaeger's UI (http(s)://host:16686): each call links to its call tree there (A2A_JAEGER_URL)",
+    )
+    p.add_argument(
+        "--jaeger-service",
+        help="the service Jaeger searches: a name, or {agent} for the called agent's (A2A_JAEGER_SERVICE)",
+    )
     assert callable(connection_options)
     connection_options(p)
     p.set_defaults(func=cmd_console)
@@ -45,6 +53,7 @@ def add_console_parser(
 def cmd_console(args: argparse.Namespace) -> int:
     from ..console import ConsoleAuth, serve_console
     from ..console.auth import parse_tokens
+    from ..console.links import Jaeger
     from ..core.runtime import Runtime
     from ..core.settings import read_dev_cluster
     from ..dev.servers import NatsServer, RedisServer
@@ -52,6 +61,12 @@ def cmd_console(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise CommandError("--port must be between 0 and 65535", status=2)
+    jaeger = None
+    if args.jaeger_url is not None:
+        try:
+            jaeger = Jaeger.checked(args.jaeger_url, args.jaeger_service or "{agent}")
+        except ValueError as exc:
+            raise CommandError(f"--jaeger-url: {exc}", status=2) from None
     auth = ConsoleAuth(args.user, parse_tokens(os.environ.get("A2A_CONSOLE_TOKENS", "")))
     with ExitStack() as stack:
         urls: dict[str, Any] = {}
@@ -84,7 +99,13 @@ def cmd_console(args: argparse.Namespace) -> int:
 
                         await serve_demo_agents(runtime, sessions, args.user)
                     serve = partial(
-                        serve_console, runtime, sessions, host=args.host, port=args.port, auth=auth
+                        serve_console,
+                        runtime,
+                        sessions,
+                        host=args.host,
+                        port=args.port,
+                        auth=auth,
+                        jaeger=jaeger,
                     )
                     port = await tg.start(serve)
                     print(f"A2A console on http://{args.host}:{port}/", flush=True)

@@ -165,6 +165,10 @@ def _print_event(event: TaskEvent, as_json: bool) -> None:
         text = json.dumps(event.data)
     elif event.kind == "handed-back":
         text = f"attempt {event.attempt}: {event.message}"
+    elif event.kind == "child":
+        child = event.data if isinstance(event.data, dict) else {}
+        task, agent = child.get("taskId", "?"), child.get("agent", "?")
+        text = f"attempt {event.attempt} submitted task {task} to {agent}"
     elif event.state == "completed":
         text = "completed: " + json.dumps(event.data)
     else:

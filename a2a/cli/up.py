@@ -23,7 +23,7 @@ __all__ = ["OPEN_CLUSTER", "check_server_environment", "cmd_up"]
 
 OPEN_CLUSTER = (
     "# open dev cluster: no credentials, so any process that reaches these servers may call any"
-    " agent as anyone (README: Security model)"
+    " agent as anyone (docs: operations/security.md)"
 )
 
 

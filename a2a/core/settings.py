@@ -51,7 +51,7 @@ _SECONDS = (  # settings in seconds
     "heartbeat_interval", "default_timeout", "connect_timeout", "max_ttl", "task_ack_wait", "max_task_ttl",
 )  # fmt: skip
 
-# Environment variable -> Settings field. Documented in the README's Configuration table.
+# Environment variable -> Settings field. Documented in docs/reference/settings.md (checked by tests/docs).
 ENVIRONMENT: dict[str, str] = {
     "NATS_URL": "nats_url", "REDIS_URL": "redis_url", "A2A_NAMESPACE": "namespace",
     "A2A_HEARTBEAT_INTERVAL": "heartbeat_interval", "A2A_TRUST_FLOOR": "trust_floor",

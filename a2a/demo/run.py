@@ -109,7 +109,7 @@ def run_demo(
         if not os.environ.get("NATS_USER"):
             console.print(
                 "[dim]open dev cluster: no credentials, so any process that reaches these servers may"
-                " call any agent as anyone (README: Security model)[/]"
+                " call any agent as anyone (docs: operations/security.md)[/]"
             )
         workspace = make_workspace(Path(workspace_dir) if workspace_dir else tmp / "workspace")
         env = {
