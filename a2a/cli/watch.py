@@ -24,8 +24,6 @@ import anyio
 from .common import CommandError, settings_from
 
 if TYPE_CHECKING:
-    from transports import Message
-
     from ..console.feed import Event
     from ..console.watch import Watcher, WatchFilter
     from ..stores.audit import AuditRecord
@@ -70,11 +68,13 @@ class InFlight:
         ]
 
     def ended(self, event: Event) -> list[str]:
-        """Lines for any other event; a call announced running prints only its end."""
-        lines = self.watcher.lines(event)
-        if event.kind == "call" and self.calls.pop(event.data.request_id, None) is not None and lines:
-            return lines[1:]  # its "calling" line printed when it was announced
-        return lines
+        """Lines for a feed event: a call announced running prints its first line then (once),
+        and only its end when it ends."""
+        if event.kind == "call" and event.data.outcome == "running":
+            return self.running(event.data) if self.watcher.lines(event) else []
+        if event.kind == "call":
+            self.calls.pop(event.data.request_id, None)
+        return self.watcher.lines(event)
 
     def still_running(self) -> list[str]:
         """One line naming each call still running, with its time so far; none when none runs."""
@@ -96,7 +96,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from ..console.watch import Watcher, WatchFilter
     from ..core.runtime import Runtime
     from ..sessions.store import SessionStore
-    from ..stores.audit import decode_records
 
     settings = settings_from(args)
     if not settings.redis_url:
@@ -114,11 +113,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 assert runtime.registry is not None
                 feed = Feed(runtime, SessionStore(runtime.registry.redis, settings.namespace))
 
-                async def on_running(msg: Message) -> None:
-                    for record in decode_records(msg.data, msg.subject):
-                        say(flight.running(record))
-
-                await runtime.bus.link.subscribe(runtime.bus.subjects.running_all, on_running)
                 with feed.listen() as events:
                     await tg.start(feed.run)
                     print(f"watching namespace {settings.namespace!r} (Ctrl-C stops)", flush=True)

@@ -326,7 +326,8 @@ def _attach_cli(url: str) -> subprocess.CompletedProcess[str]:
         env={
             "PATH": os.environ.get("PATH", ""),
             "PYTHONPATH": str(ROOT),
-            "NATS_URL": "nats://127.0.0.1:1",
+            "NATS_URL": "nats://127.0.0.1:1",  # refused before any server is reached
+            "REDIS_URL": "redis://127.0.0.1:1/0",
             "OTEL_SDK_DISABLED": "true",
         },
         cwd=ROOT,
