@@ -16,17 +16,23 @@ from discovery.errors import RegistrationRefused
 from ..observability.telemetry import Telemetry
 from .hosting import AgentHost
 
-__all__ = ["Presence"]
+__all__ = ["STATE_WRITES", "Presence"]
 
 log = logging.getLogger("a2a.runtime")
+
+STATE_WRITES = 4
+"""State changes written per heartbeat interval at most: an instance flipping busy and back on
+every call costs the registry, and every view, that many writes and events per interval
+whatever its call rate (the latest state goes; this runtime's own view has each at once)."""
 
 
 class Presence:
     """Keeps the registry (and this runtime's own view) told about the instances it hosts.
 
     A state change (busy, available) is written within about 20 ms instead of at the next
-    heartbeat; heartbeats re-register an instance the registry lost (it expired, or Redis
-    restarted empty).
+    heartbeat, and then at most ``STATE_WRITES`` times per interval (a burst, or an instance
+    flipping on every call, is one write of the latest state); heartbeats re-register an
+    instance the registry lost (it expired, or Redis restarted empty).
     """
 
     def __init__(
@@ -112,13 +118,17 @@ class Presence:
         registry = self.registry
         assert registry is not None
         self.last_tick = self.last_ok = self.clock()
+        window = registry.heartbeat_interval / STATE_WRITES
+        next_write = self.clock()
         while True:
             self.last_tick = self.clock()
             with anyio.move_on_after(registry.heartbeat_interval):
                 await self._changed.wait()
             if self._changed.is_set():
                 self._changed = anyio.Event()
-                await anyio.sleep(0.02)  # coalesce a burst of status flips into one write
+                # A burst of flips is one write, and writes come one window apart at most.
+                await anyio.sleep(max(0.02, next_write - self.clock()))
+                next_write = self.clock() + window
             if not self.hosts:
                 continue
             try:

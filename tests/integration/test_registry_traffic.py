@@ -275,3 +275,42 @@ async def test_forged_departures_and_offline_states_never_take_a_live_instance_o
     # Out of routing only until the "offline" is read back: at once, or once the interval
     # since the instance's last read (the forged departures') is over.
     assert not absent or absent[-1] - absent[0] < INTERVAL + 0.1, (absent[0], absent[-1])
+
+
+async def test_an_instance_flipping_busy_on_every_call_costs_a_few_events_per_interval(
+    nats_url: str, redis_url: str, namespace: str
+) -> None:
+    from a2a import Agent, Context, Runtime, Settings
+    from a2a.core.presence import STATE_WRITES
+
+    one = Agent("one", max_concurrency=1)  # busy while it holds a call, available after
+
+    @one.action("work")
+    async def work(ctx: Context, p: dict[str, object]) -> str:
+        await anyio.sleep(0.03)
+        return "done"
+
+    interval = 1.0
+    s = Settings(nats_url=nats_url, redis_url=redis_url, namespace=namespace, heartbeat_interval=interval)
+    async with Runtime(s) as server, Runtime(s) as caller, anyio.create_task_group() as tg:
+        assert server.registry is not None
+        events = Events(server.registry)
+        await tg.start(events.follow)
+        await server.serve(one)
+        await caller.wait_for_agents(["one"])
+        await events.settle()
+        before = len(events.kinds("st"))
+        started = anyio.current_time()
+        for _ in range(40):  # 40 calls, 80 flips
+            await caller.call("one", "work", {})
+        took = anyio.current_time() - started
+        flips = len(events.kinds("st")) - before
+        # At most STATE_WRITES state writes per interval (plus the one a window may carry over).
+        assert flips <= (took / interval + 1) * STATE_WRITES + 1, (flips, took)
+        assert flips < 40  # one per call before: two
+        [entry] = [p for p in await server.registry.list_agents() if p.name == "one"]
+        with anyio.fail_after(2 * interval):  # the last state (available) is written
+            while entry.status != "available":
+                await anyio.sleep(0.05)
+                [entry] = [p for p in await server.registry.list_agents() if p.name == "one"]
+        tg.cancel_scope.cancel()
