@@ -314,3 +314,44 @@ async def test_an_instance_flipping_busy_on_every_call_costs_a_few_events_per_in
                 await anyio.sleep(0.05)
                 [entry] = [p for p in await server.registry.list_agents() if p.name == "one"]
         tg.cancel_scope.cancel()
+
+
+async def test_under_skewed_load_calls_by_capability_go_to_the_less_loaded_instance(
+    nats_url: str, redis_url: str, namespace: str
+) -> None:
+    """Coalesced state writes still carry load: an instance holding three long calls is passed
+    over for an idle one of the same capability, by a caller in another process's place."""
+    from a2a import Agent, AgentCapability, Context, Runtime, Settings, by_capability, by_instance
+
+    def worker() -> Agent:
+        agent = Agent("worker", capabilities=[AgentCapability(id="work", proficiency=0.9)], max_concurrency=4)
+
+        @agent.action("work")
+        async def work(ctx: Context, p: dict[str, float]) -> str:
+            await anyio.sleep(p["seconds"])
+            return ctx.instance_id
+
+        return agent
+
+    s = Settings(nats_url=nats_url, redis_url=redis_url, namespace=namespace, heartbeat_interval=0.4)
+    async with (
+        Runtime(s) as one,
+        Runtime(s) as two,
+        Runtime(s) as caller,
+        anyio.create_task_group() as tg,
+    ):
+        [busy] = await one.serve(worker())
+        [idle] = await two.serve(worker())
+        assert caller.view is not None
+        await caller.wait_for_agents(["worker"])
+        with anyio.fail_after(5):
+            while caller.view.instances_of("worker") < 2:
+                await anyio.sleep(0.02)
+        for _ in range(3):  # skew: three long calls held by one instance
+            tg.start_soon(caller.call, by_instance(busy.instance_id), "work", {"seconds": 4.0})
+        with anyio.fail_after(3):  # the caller's view hears of that load
+            while (entry := caller.view.get(busy.instance_id)) is None or entry.profile.load < 3:
+                await anyio.sleep(0.02)
+        landed = [await caller.call(by_capability("work"), "work", {"seconds": 0.05}) for _ in range(10)]
+        assert landed.count(idle.instance_id) >= 9, landed
+        tg.cancel_scope.cancel()
