@@ -41,7 +41,6 @@ from ._grants import Grants
 from ._memory_space import Namespace
 from ._ranking import RankedEntries
 from ._records import Candidate, Expiry, InstanceState, RegistryKeys
-from ._scripts import MAX_QUERY
 from .limits import check_limits, check_size
 from .profile import AgentProfile
 from .registry import Registry
@@ -277,13 +276,9 @@ class MemoryRegistry(Registry):
     ) -> Candidate | None:
         """As :meth:`Registry.find_best_agent`: the best available instance, chosen as a view
         chooses among available ones (``RankedEntries.best``), with its score."""
-        if not capabilities:
+        floor = self._query_floor(capabilities, trust_floor)
+        if floor is None:
             return None
-        if len(capabilities) > MAX_QUERY:
-            raise ValueError(
-                f"find_best_agent takes at most {MAX_QUERY} capabilities, got {len(capabilities)}"
-            )
-        floor = self.trust_floor if trust_floor is None else check_floor(trust_floor)
         chosen = (await self._available(floor)).best(capabilities)
         if chosen is None:
             return None

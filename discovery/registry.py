@@ -212,6 +212,20 @@ class Registry(LibraryCalls):
                 [("FCALL", FUNCTIONS["deregister"], len(keys), *keys, self.keys.prefix, agent_id)]
             )
 
+    def _query_floor(self, capabilities: Sequence[str], trust_floor: float | None) -> float | None:
+        """The trust floor of a search for ``capabilities`` (None: no capability, nothing to find).
+
+        Raises:
+            ValueError: more than 16 capabilities, or a floor outside [0, 1].
+        """
+        if not capabilities:
+            return None
+        if len(capabilities) > MAX_QUERY:
+            raise ValueError(
+                f"find_best_agent takes at most {MAX_QUERY} capabilities, got {len(capabilities)}"
+            )
+        return self.trust_floor if trust_floor is None else check_floor(trust_floor)
+
     async def find_best_agent(
         self, capabilities: Sequence[str], *, trust_floor: float | None = None
     ) -> Candidate | None:
@@ -228,13 +242,9 @@ class Registry(LibraryCalls):
         Raises:
             ValueError: more than 16 capabilities, or a floor outside [0, 1].
         """
-        if not capabilities:
+        floor = self._query_floor(capabilities, trust_floor)
+        if floor is None:
             return None
-        if len(capabilities) > MAX_QUERY:
-            raise ValueError(
-                f"find_best_agent takes at most {MAX_QUERY} capabilities, got {len(capabilities)}"
-            )
-        floor = self.trust_floor if trust_floor is None else check_floor(trust_floor)
         with redis_errors("find_best_agent"):
             found = await self._read(
                 "find_best", [self.keys.instances], [self.keys.prefix, floor, *capabilities]
