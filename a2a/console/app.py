@@ -1,4 +1,5 @@
-"""The console's HTTP side: the page, a JSON API over sessions, and one event stream (SSE).
+"""The console's HTTP side: the page, a JSON API over sessions (and durable tasks, see
+:mod:`a2a.console.tasks_api`), and one event stream (SSE).
 
 The page gets what a person needs and nothing more: sessions (their turns, state and
 ending), the registry, the remote agents a local agent may send to, and the call records
@@ -20,7 +21,6 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
-    JSONResponse,
     PlainTextResponse,
     RedirectResponse,
     Response,
@@ -28,16 +28,18 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
-from bus.errors import A2AError, InvalidParams, PermissionDenied, Unavailable
+from bus.errors import A2AError, InvalidParams
 from bus.subjects import validate_name
 
 from ..sessions import Limits, Sessions
-from ..sessions.store import NotFound
 from .auth import COOKIE, ConsoleAuth
 from .controls import apply_control
 from .feed import Event, Feed
+from .http import body_of, failure, reply, text_field, unauthorised
 from .links import Jaeger
 from .rows import agent_row, call_row, session_row
+from .tasks import TaskView
+from .tasks_api import task_routes
 
 __all__ = ["console_app"]
 
@@ -47,6 +49,7 @@ _FILES = {
     "console.js": "text/javascript",
     "session.js": "text/javascript",
     "calls.js": "text/javascript",
+    "tasks.js": "text/javascript",
     "main.js": "text/javascript",
     "icon.svg": "image/svg+xml",
 }
@@ -57,12 +60,9 @@ _SECURITY = {
 }
 
 log = logging.getLogger("a2a.console")
-MAX_BODY = 64 * 1024
 KEEPALIVE = 15.0
-_STATUS = {NotFound: 404, PermissionDenied: 403, Unavailable: 503}
 _LIMITS = ("maxTurns", "maxDurationMs", "maxFailures", "maxTokensBudget")
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-_API_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
 SHOWN_CALLS = 1000
 
 
@@ -71,32 +71,6 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth, jaeger: Jaege
         if event.kind == "agents":
             return True
         return event.user == user or (auth.open and event.kind == "call")
-
-    def failure(exc: A2AError) -> JSONResponse:
-        status = next((code for cls, code in _STATUS.items() if isinstance(exc, cls)), 400)
-        return reply({"error": {"code": exc.code, "message": exc.message}}, status)
-
-    def unauthorised() -> JSONResponse:
-        return reply({"error": {"code": "UNAUTHENTICATED", "message": "log in first"}}, 401)
-
-    async def body_of(request: Request) -> dict[str, Any]:
-        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-            raise InvalidParams("send JSON (Content-Type: application/json)")
-        origin = request.headers.get("origin")
-        if origin is not None and origin != f"{request.url.scheme}://{request.headers.get('host')}":
-            raise PermissionDenied("cross-origin requests are refused")
-        data = b""
-        async for chunk in request.stream():
-            data += chunk
-            if len(data) > MAX_BODY:
-                raise InvalidParams(f"the body is over {MAX_BODY} bytes")
-        try:
-            body = msgspec.json.decode(data or b"{}")
-        except (ValueError, RecursionError):  # RecursionError: nested deeper than the decoder goes
-            raise InvalidParams("the body is not JSON") from None
-        if not isinstance(body, dict):
-            raise InvalidParams("the body must be a JSON object")
-        return body
 
     async def page(request: Request) -> Response:
         if auth.user_of(request) is None:
@@ -193,10 +167,10 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth, jaeger: Jaege
             limits = msgspec.convert({k: body[k] for k in _LIMITS if k in body}, Limits)
             session = await sessions.start(
                 user_id=user,
-                profile_id=_text(body, "local"),
-                remote=_text(body, "remote"),
-                objective=_text(body, "objective"),
-                mode=_text(body, "mode", "manual"),  # type: ignore[arg-type]
+                profile_id=text_field(body, "local"),
+                remote=text_field(body, "remote"),
+                objective=text_field(body, "objective"),
+                mode=text_field(body, "mode", "manual"),  # type: ignore[arg-type]
                 limits=limits,
             )
         except msgspec.ValidationError as exc:
@@ -246,20 +220,10 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth, jaeger: Jaege
             Route("/api/sessions/{id}", one),
             Route("/api/sessions/{id}/{action}", control, methods=["POST"]),
             Route("/api/policies/{local}", policy),
+            *task_routes(TaskView(feed.runtime.tasks), auth),
         ]
     )
     return app if not auth.open else _LoopbackOnly(app)
-
-
-def reply(data: Any, status: int = 200) -> JSONResponse:
-    return JSONResponse(data, status_code=status, headers=_API_HEADERS)
-
-
-def _text(body: dict[str, Any], key: str, default: str = "") -> str:
-    value = body.get(key, default)
-    if not isinstance(value, str):
-        raise InvalidParams(f"{key} must be a string")
-    return value
 
 
 class _LoopbackOnly:

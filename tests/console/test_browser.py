@@ -1,7 +1,8 @@
 """The console in a real headless browser (Debian's chromium driven by Playwright), at a desktop's
 width and a phone's: a session started with the pickers' defaults, a call seen while it runs and
 then in its tree, the filters and the per-agent figures; approving, editing, pausing, taking over
-and the limit banner, started from the keyboard. Neither a page error nor a console message of
+and the limit banner, started from the keyboard; durable tasks submitted, followed, opened by
+id and cancelled. Neither a page error nor a console message of
 level error or warning is allowed, nor a page wider than its window.
 
 Screenshots go to ``$A2A_ARTIFACTS/console`` (default ``artifacts/console`` at the repository's
@@ -21,12 +22,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+import msgspec
 import pytest
 
-from a2a import Agent, Context
+from a2a import Agent, Context, Settings
 from a2a.console.links import Jaeger
 from bus.errors import InvalidParams
 from tests.console.conftest import Console
+from tests.console.test_tasks import worker
 from tests.helpers import ROOT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -46,6 +49,16 @@ JAEGER = "http://jaeger.example:16686"
 @pytest.fixture
 def jaeger() -> Jaeger:
     return Jaeger.checked(JAEGER)
+
+
+@pytest.fixture
+def tasks_on() -> bool:
+    return False
+
+
+@pytest.fixture
+def settings(settings: Settings, tasks_on: bool) -> Settings:
+    return msgspec.structs.replace(settings, tasks=tasks_on)
 
 
 def sleeper() -> Agent:
@@ -208,6 +221,8 @@ async def test_keyboard_start_approve_edit_pause_take_over_and_the_limit_banner(
     assert await page.evaluate("document.activeElement.id") == "start"
     assert await page.evaluate("getComputedStyle(document.activeElement).outlineStyle") == "solid"
     await page.keyboard.press("Enter")
+    await expect(page.locator("#tasks-off")).to_contain_text("Durable tasks are off here")
+    await expect(page.locator("#tasks-on")).to_be_hidden()
 
     await expect(page.locator("#objective")).to_have_text("review this API for security issues")
     await expect(page.locator("#review")).to_have_text("manual mode: approve each message")
@@ -250,4 +265,66 @@ async def test_keyboard_start_approve_edit_pause_take_over_and_the_limit_banner(
     assert [r.text for r in console.received][2] == "the person's own last message"
     await expect(page.locator("#calls li.call")).to_have_count(6)  # three prompts to the drafter, three sends
     await shot(page, "keyboard-3-limit-banner")
+    assert complaints == []
+
+
+TASK_SIZES = [(1280, 900), (390, 844)]
+
+
+@pytest.mark.parametrize("tasks_on", [True])
+@pytest.mark.parametrize(("width", "height"), TASK_SIZES, ids=[f"{w}px" for w, _ in TASK_SIZES])
+async def test_tasks_submitted_followed_opened_by_id_and_cancelled(
+    console: Console, browser: Browser, width: int, height: int
+) -> None:
+    await console.rt.serve(*worker())
+    page, complaints = await open_page(browser, width, height)
+    await page.goto(console.url)
+    await expect(page.locator("#conn")).to_have_text("live")
+    await expect(page.locator("#tasks li.empty")).to_have_text("No tasks yet: submit one.")
+
+    # A task of about 2 s, from the form: running with its attempt, its journal growing.
+    await page.fill("#task-agent", "worker")
+    await page.fill("#task-action", "slow")
+    await page.fill("#task-params", '{"what": "the report"}')
+    await page.click("#task-submit")
+    slow = page.locator("#tasks li.task", has_text="worker.slow")
+    await expect(slow.locator(".badge")).to_have_text("running")
+    await expect(slow.locator(".attempts")).to_have_text("attempt 1")
+    slow_id = await slow.get_attribute("data-id")
+    await expect(page.locator("#task-state")).to_have_text("running")  # opened once submitted
+    await expect(page.locator("#journal li.event.attempt")).to_contain_text("attempt 1 started on worker-")
+    await expect(page.locator("#journal li.event.child")).to_contain_text("submitted the task")
+    await expect(page.locator("#journal li.event.progress")).not_to_have_count(0)
+    took = page.locator("#task-facts dd.ms")
+    ticking = await took.text_content()
+    await expect(took).not_to_have_text(ticking or "", timeout=1000)
+    await shot(page, f"tasks-{width}-running")
+
+    # Another one, submitted elsewhere for this user, opened by its id from the keyboard, cancelled.
+    nap = await console.rt.tasks.submit("worker", "nap", {}, user_id="local")
+    await page.fill("#task-id", nap.id)
+    await page.press("#task-id", "Enter")
+    await expect(page.locator("#h-task")).to_be_focused()
+    await expect(page.locator("#task-what")).to_have_text("worker.nap")
+    await expect(page.locator("#task-state")).to_have_text("running")
+    await page.click("#task-cancel")
+    await expect(page.locator("#task-state")).to_have_text("cancelled")
+    await expect(page.locator("#task-cancel")).to_be_disabled()
+    await expect(page.locator("#task-facts")).to_contain_text("CANCELLED: cancelled by its caller")
+    await expect(page.locator("#journal li.event.ended")).to_contain_text("cancelled: CANCELLED")
+    await expect(page.locator(f'#tasks li[data-id="{nap.id}"] .badge')).to_have_text("cancelled")
+
+    # The first one ends: its row and, opened again, its result and the journal's last line.
+    await expect(slow.locator(".badge")).to_have_text("completed", timeout=8000)
+    await slow.locator("button.row").click()
+    await expect(page.locator("#task-state")).to_have_text("completed")
+    await expect(page.locator("#task-facts pre.result")).to_contain_text('"done":"the report"')
+    events = page.locator("#journal li.event")
+    await expect(events.last).to_contain_text("completed (attempt 1)")
+    kinds = [await e.get_attribute("class") for e in await events.all()]
+    assert kinds == [f"event {k}" for k in ("attempt", "child", *["progress"] * 4, "ended")], kinds
+    assert await page.locator(f'#tasks li[data-id="{slow_id}"]').count() == 1
+    await expect(page.locator("#tasks li.task.completed")).to_have_count(2)  # the child, to helper, too
+    await fits(page, width)
+    await shot(page, f"tasks-{width}-ended")
     assert complaints == []

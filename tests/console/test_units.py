@@ -1,5 +1,6 @@
 """The console's pieces that need no server: links to Jaeger, rows, ``a2a watch`` lines for
-calls still running and edited drafts, and the demo's server lines."""
+calls still running and edited drafts, the demo's server lines, and a task's journal as the
+tasks view reads it (a store in memory)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,16 @@ from a2a.console.demo import server_lines
 from a2a.console.feed import Event
 from a2a.console.links import Jaeger
 from a2a.console.rows import session_row
+from a2a.console.tasks import SHOWN_EVENTS, TaskNotFound, TaskView
 from a2a.console.watch import Watcher
 from a2a.core.runtime import Runtime
+from a2a.core.task_handle import Task
 from a2a.sessions.model import Session, Turn
 from a2a.stores.audit import AuditRecord
+from bus.durable import TaskClient, TaskEvent, TaskOutcome, TaskRecord, TaskStore, keys
+from bus.durable.wire import now_ms
+from bus.subjects import Subjects
+from transports.durable import MemoryDurable
 
 
 def record(**fields: Any) -> AuditRecord:
@@ -116,3 +123,51 @@ def test_the_demo_prints_its_servers_without_credentials() -> None:
     )
     runtime = cast(Runtime, SimpleNamespace(settings=settings))
     assert server_lines(runtime) == ["NATS   nats://127.0.0.1:4222,nats://h2:4222", "Redis  redis://r:6379/0"]
+
+
+async def _task_view() -> tuple[TaskView, TaskStore, keys.TaskKeys]:
+    """A TaskView over a store in memory holding one task of alice's (the runtime stubbed)."""
+
+    store = TaskStore(MemoryDurable())
+    client = TaskClient(store, Subjects("t", "console"))
+    at = now_ms()
+    record = TaskRecord(
+        task_id="t1", agent="worker", action="run", conversation_id="c1", submitted_at=at,
+        deadline=at + 60_000, owner="alice", sender="console",
+    )  # fmt: skip
+    await store.create(keys.record("console", "t1"), record)
+
+    async def get(task_id: str, user: str | None) -> Task:
+        return Task(client, await client.record(task_id, user), created=False)
+
+    tasks = SimpleNamespace(store=store, get=get, max_ttl=3600.0)
+    return TaskView(cast(Any, tasks)), store, keys.TaskKeys.of(record)
+
+
+@pytest.mark.anyio
+async def test_a_long_journal_shows_its_tail_and_is_read_on_from_where_it_stopped() -> None:
+
+    view, store, at = await _task_view()
+    assert (await view.detail("alice", "t1"))["state"] == "queued"
+    events = [TaskEvent(kind="attempt", attempt=1, at=1000, instance="worker-a")]
+    events += [TaskEvent(kind="progress", attempt=1, at=1001, data={"i": i}) for i in range(448)]
+    events += [TaskEvent(kind="handed-back", attempt=1, at=1002, message="handed back: its instance stopped")]
+    for n, event in enumerate(events, 1):
+        await store.create(at.event(n), event)
+    view = TaskView(view.tasks)  # a console started now: the journal is new to it
+    waiting = await view.detail("alice", "t1")
+    assert waiting["state"] == "queued" and waiting["attempts"] == 1 and waiting["startedAt"] == 1000
+    assert len(waiting["events"]) == SHOWN_EVENTS and waiting["earlier"] == 450 - SHOWN_EVENTS
+    assert waiting["events"][-1]["n"] == 450 and waiting["events"][-1]["kind"] == "handed-back"
+
+    await store.create(at.event(451), TaskEvent(kind="attempt", attempt=2, at=2000, instance="worker-b"))
+    running = await view.detail("alice", "t1")
+    assert running["state"] == "running" and running["attempts"] == 2
+    assert [e["n"] for e in running["events"]][-2:] == [450, 451]
+
+    await store.create(at.outcome, TaskOutcome(state="failed", attempt=2, finished_at=3000))
+    ended = await view.detail("alice", "t1")
+    assert ended["state"] == "failed" and ended["endedAt"] == 3000 and ended["ended"]
+    assert ended["events"][-1] == {**ended["events"][-1], "kind": "ended", "n": 452, "state": "failed"}
+    with pytest.raises(TaskNotFound):
+        await view.detail("bob", "t1")

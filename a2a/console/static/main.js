@@ -16,7 +16,7 @@ async function load() {
   for (const c of st.running) addCall(c, st.now);
   for (const s of st.sessions) keep(s);
   fillPickers();
-  schedule("sessions", "session", "filters", "calls", "conversations", "tree", "agents");
+  schedule("sessions", "session", "filters", "calls", "conversations", "tree", "agents", "taskAgents");
   if (!source) follow();
 }
 
@@ -40,10 +40,11 @@ function follow() {
   es.addEventListener("agents", (m) => {
     S.agents = JSON.parse(m.data);
     fillPickers();
-    schedule("agents", "filters");
+    schedule("agents", "filters", "taskAgents");
   });
 }
 
 wireSession();
 wireCalls();
+wireTasks();
 load();
