@@ -3,8 +3,12 @@
 N instances (1,000 / 10,000 / 50,000 by default) heartbeat once a second, pipelined from
 this process through the registry's own API, as a fleet of runtimes would send them. One
 :class:`discovery.LocalView` follows the registry in a process of its own, so its CPU and
-memory are its alone. Two phases per size: steady (nothing changes) and churn (1% of the
-instances change load by half their capacity each second). Per phase:
+memory are its alone. Four phases per size: steady (nothing changes), churn (1% of the
+instances change load by half their capacity each second), and two busy phases: 500
+instances of capacity 1 each take calls of 300 ms twice a second, so each flips busy and
+back four times a second; their runtimes write each flip (``busy-each``, as every state
+change used to be written) or at most ``STATE_WRITES`` times per heartbeat interval
+(``busy-coalesced``, as :class:`a2a.core.presence.Presence` writes them). Per phase:
 
 * the events per second the view received, and its share of one core;
 * the view's memory per instance (RSS grown while loading the registry, over N);
@@ -44,6 +48,12 @@ __all__ = ["main", "run_registry_bench"]
 
 BATCH = 1000
 """Heartbeats per pipelined round trip."""
+STATE_WRITES = 2
+"""State writes per heartbeat interval and instance at most (``a2a.core.presence.STATE_WRITES``)."""
+BUSY = 500
+"""Instances of the busy phases (or all, when fewer)."""
+CALL_S, PERIOD_S = 0.3, 0.5
+"""Each busy instance holds a call for CALL_S of every PERIOD_S."""
 CAPS = ("code.python", "code.review", "text.summarise", "data.sql", "plan.tasks", "web.search")
 
 
@@ -153,6 +163,38 @@ class _Fleet:
         """Instances found expired (a beat more than a ttl late) and registered again."""
         """Instances registered so far: the fleet beats those while the rest register."""
         self.batch_ms: list[float] = []
+        self.busy: str | None = None
+        """``each`` or ``coalesced`` while the first BUSY instances take calls (capacity 1)."""
+        self.busy_writes = 0
+
+    def state(self, i: int, now: float) -> InstanceState:
+        """Instance ``i``'s state now: a busy one holds a call for CALL_S of every PERIOD_S."""
+        if self.busy is None or i >= BUSY:
+            return InstanceState(f"worker-{i:08x}", "available", self.loads[i], 4)
+        held = (now + i * PERIOD_S / BUSY) % PERIOD_S < CALL_S
+        return InstanceState(f"worker-{i:08x}", "busy" if held else "available", int(held), 1)
+
+    async def flips(self) -> None:
+        """Write the busy instances' state changes, every 20 ms as each flip was written, or at
+        most STATE_WRITES per interval per instance (the latest state), until cancelled."""
+        written: dict[int, tuple[str, float]] = {}
+        while True:
+            await anyio.sleep(0.02)
+            if self.busy is None:
+                written.clear()
+                continue
+            now = time.monotonic()
+            window = 0.02 if self.busy == "each" else 1.0 / STATE_WRITES
+            due = []
+            for i in range(min(BUSY, self.registered)):
+                state = self.state(i, now)
+                last = written.get(i)
+                if (last is None or last[0] != state.status) and (last is None or now - last[1] >= window):
+                    due.append(state)
+                    written[i] = (state.status, now)
+            if due:
+                await self.registry.heartbeat(due)
+                self.busy_writes += len(due)
 
     async def run(self) -> None:
         tick = time.monotonic()
@@ -160,11 +202,9 @@ class _Fleet:
             n = self.registered
             for i in random.sample(range(n), int(n * self.churn)):
                 self.loads[i] = 0 if self.loads[i] else 2  # half of capacity 4: past the hysteresis step
+            now = time.monotonic()
             for start in range(0, n, BATCH):
-                states = [
-                    InstanceState(f"worker-{i:08x}", "available", self.loads[i], 4)
-                    for i in range(start, min(n, start + BATCH))
-                ]
+                states = [self.state(i, now) for i in range(start, min(n, start + BATCH))]
                 began = time.perf_counter()
                 missing = await self.registry.heartbeat(states)
                 self.batch_ms.append((time.perf_counter() - began) * 1000)
@@ -185,7 +225,7 @@ async def _phase(fleet: _Fleet, client: aioredis.Redis, view: _View, seconds: in
     ping_ms: list[float] = []
     while time.monotonic() < t0 + seconds:
         began = time.perf_counter()
-        await fleet.registry.heartbeat([InstanceState("worker-00000000", "available", fleet.loads[0], 4)])
+        await fleet.registry.heartbeat([fleet.state(0, time.monotonic())])
         one_ms.append((time.perf_counter() - began) * 1000)
         began = time.perf_counter()
         await client.ping()
@@ -234,7 +274,7 @@ async def _size(redis_url: str, n: int, seconds: int, churn: float) -> dict[str,
             result: dict[str, Any] = {"instances": n, "register_s": round(time.monotonic() - started, 1)}
             grown = int((await client.info("memory"))["used_memory"]) - memory
             result["redis_bytes_per_instance"] = round(grown / n)
-            view = _View(redis_url, namespace, 2 * seconds + 30)
+            view = _View(redis_url, namespace, 4 * seconds + 60)
             ready = await view.line("ready")
             result["view_entries"] = ready["entries"]
             result["view_kb_per_instance"] = round((ready["rss_kb"] - ready["rss_before_kb"]) / max(1, n), 2)
@@ -242,6 +282,15 @@ async def _size(redis_url: str, n: int, seconds: int, churn: float) -> dict[str,
             result["steady"] = await _phase(fleet, client, view, seconds)
             fleet.churn = churn
             result["churn"] = await _phase(fleet, client, view, seconds)
+            fleet.churn = 0.0
+            tg.start_soon(fleet.flips)
+            for policy in ("each", "coalesced"):
+                fleet.busy, writes = policy, fleet.busy_writes
+                await anyio.sleep(2.0)  # the previous phase's writes settle
+                result[f"busy-{policy}"] = await _phase(fleet, client, view, seconds)
+                result[f"busy-{policy}"]["state_writes_per_s"] = round(
+                    (fleet.busy_writes - writes) / (seconds + 2)
+                )
             result["view_rss_mb"] = round(view.lines[-1]["rss_kb"] / 1024, 1)
             tg.cancel_scope.cancel()
         return result
@@ -274,7 +323,9 @@ def render(results: list[dict[str, Any]]) -> str:
     )
     rows = [head, "|" + "---|" * 11]
     for r in results:
-        for phase in ("steady", "churn"):
+        for phase in ("steady", "churn", "busy-each", "busy-coalesced"):
+            if phase not in r:
+                continue
             p = r[phase]
             rows.append(
                 f"| {r['instances']:,} | {phase} | {p['view_events_per_s']:,} | {p['view_cpu_pct']} "

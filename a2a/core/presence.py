@@ -20,7 +20,7 @@ __all__ = ["STATE_WRITES", "Presence"]
 
 log = logging.getLogger("a2a.runtime")
 
-STATE_WRITES = 4
+STATE_WRITES = 2
 """State changes written per heartbeat interval at most: an instance flipping busy and back on
 every call costs the registry, and every view, that many writes and events per interval
 whatever its call rate (the latest state goes; this runtime's own view has each at once)."""

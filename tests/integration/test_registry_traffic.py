@@ -10,7 +10,9 @@ import msgspec
 import pytest
 import redis.asyncio as aioredis
 
+from a2a.bench import registry_load
 from a2a.bench.registry_load import run_registry_bench
+from a2a.core.presence import STATE_WRITES
 from discovery import InstanceState, LocalView, Registry
 from discovery._beats import VERIFY_EVERY
 
@@ -177,6 +179,12 @@ def test_the_registry_benchmark_runs_and_a_steady_registry_publishes_nothing(red
     assert result["steady"]["reregistered"] == 0
     assert 0 < result["churn"]["view_events_per_s"] <= 300 * 0.05 * 2
     assert 0 < result["view_kb_per_instance"] < 50
+    # 300 instances of capacity 1 flipping four times a second: each flip written, or at most
+    # STATE_WRITES a second each, as the runtime writes them (the events follow the writes).
+    assert registry_load.STATE_WRITES == STATE_WRITES
+    each, coalesced = result["busy-each"], result["busy-coalesced"]
+    assert coalesced["state_writes_per_s"] <= 300 * STATE_WRITES * 1.2 < each["state_writes_per_s"]
+    assert coalesced["view_events_per_s"] < each["view_events_per_s"]
 
 
 async def _beating(registry: Registry, states: list[InstanceState], dead: set[str]) -> None:
@@ -281,7 +289,6 @@ async def test_an_instance_flipping_busy_on_every_call_costs_a_few_events_per_in
     nats_url: str, redis_url: str, namespace: str
 ) -> None:
     from a2a import Agent, Context, Runtime, Settings
-    from a2a.core.presence import STATE_WRITES
 
     one = Agent("one", max_concurrency=1)  # busy while it holds a call, available after
 
