@@ -28,14 +28,14 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
-from bus.errors import A2AError, InvalidParams
+from bus.errors import InvalidParams
 from bus.subjects import validate_name
 
 from ..sessions import Limits, Sessions
 from .auth import COOKIE, ConsoleAuth
 from .controls import apply_control
 from .feed import Event, Feed
-from .http import body_of, failure, reply, text_field, unauthorised
+from .http import body_of, for_user, reply, text_field
 from .links import Jaeger
 from .rows import agent_row, call_row, session_row
 from .tasks import TaskView
@@ -93,14 +93,8 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth, jaeger: Jaege
         )
         return response
 
-    async def state(request: Request) -> Response:
-        user = auth.user_of(request)
-        if user is None:
-            return unauthorised()
-        try:
-            mine = [session_row(s) for s in await sessions.sessions(user)]
-        except A2AError as exc:
-            return failure(exc)
+    async def state(request: Request, user: str) -> Response:
+        mine = [session_row(s) for s in await sessions.sessions(user)]
         mine_only = not auth.open
         calls = [call_row(r, jaeger) for r in feed.calls if not mine_only or r.user_id == user]
         running = [call_row(r, jaeger) for r in feed.still_running() if not mine_only or r.user_id == user]
@@ -117,26 +111,16 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth, jaeger: Jaege
             }
         )
 
-    async def policy(request: Request) -> Response:
-        user = auth.user_of(request)
-        if user is None:
-            return unauthorised()
+    async def policy(request: Request, user: str) -> Response:
         try:
             local = validate_name("local agent", request.path_params["local"])
         except ValueError as exc:
-            return failure(InvalidParams(str(exc)))
-        try:
-            p = await sessions.policy(user, local)
-        except A2AError as exc:
-            return failure(exc)
+            raise InvalidParams(str(exc)) from None
+        p = await sessions.policy(user, local)
         allowed = p.allowed_shared_device_ids if p.allow_shared_agent_calls else []
         return reply({"local": local, "allowShared": p.allow_shared_agent_calls, "remotes": allowed})
 
-    async def events(request: Request) -> Response:
-        user = auth.user_of(request)
-        if user is None:
-            return unauthorised()
-
+    async def events(request: Request, user: str) -> Response:
         async def stream() -> Any:
             with feed.listen() as queue:
                 yield b": connected\n\n"
@@ -158,51 +142,33 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth, jaeger: Jaege
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
-    async def start(request: Request) -> Response:
-        user = auth.user_of(request)
-        if user is None:
-            return unauthorised()
+    async def start(request: Request, user: str) -> Response:
+        body = await body_of(request)
         try:
-            body = await body_of(request)
             limits = msgspec.convert({k: body[k] for k in _LIMITS if k in body}, Limits)
-            session = await sessions.start(
-                user_id=user,
-                profile_id=text_field(body, "local"),
-                remote=text_field(body, "remote"),
-                objective=text_field(body, "objective"),
-                mode=text_field(body, "mode", "manual"),  # type: ignore[arg-type]
-                limits=limits,
-            )
         except msgspec.ValidationError as exc:
-            return failure(InvalidParams(str(exc)))
-        except A2AError as exc:
-            return failure(exc)
+            raise InvalidParams(str(exc)) from None
+        session = await sessions.start(
+            user_id=user,
+            profile_id=text_field(body, "local"),
+            remote=text_field(body, "remote"),
+            objective=text_field(body, "objective"),
+            mode=text_field(body, "mode", "manual"),  # type: ignore[arg-type]
+            limits=limits,
+        )
         return reply(session_row(session), 201)
 
-    async def one(request: Request) -> Response:
-        user = auth.user_of(request)
-        if user is None:
-            return unauthorised()
-        try:
-            s = await sessions.get(request.path_params["id"], user)
-            return reply(session_row(s))
-        except A2AError as exc:
-            return failure(exc)
+    async def one(request: Request, user: str) -> Response:
+        return reply(session_row(await sessions.get(request.path_params["id"], user)))
 
-    async def control(request: Request) -> Response:
-        user = auth.user_of(request)
-        if user is None:
-            return unauthorised()
-        action = request.path_params["action"]
-        session_id = request.path_params["id"]
-        try:
-            body = await body_of(request)
-            text = body.get("text")
-            if text is not None and not isinstance(text, str):
-                raise InvalidParams("text must be a string")
-            done = await apply_control(sessions, session_id, user, action, text)
-        except A2AError as exc:
-            return failure(exc)
+    async def control(request: Request, user: str) -> Response:
+        body = await body_of(request)
+        text = body.get("text")
+        if text is not None and not isinstance(text, str):
+            raise InvalidParams("text must be a string")
+        done = await apply_control(
+            sessions, request.path_params["id"], user, request.path_params["action"], text
+        )
         row = session_row(done.session)
         if done.notice is not None:
             row["notice"] = done.notice
@@ -214,12 +180,12 @@ def console_app(sessions: Sessions, feed: Feed, auth: ConsoleAuth, jaeger: Jaege
             Route("/", page),
             Route("/login", login),
             Route("/static/{name}", static),
-            Route("/api/state", state),
-            Route("/api/events", events),
-            Route("/api/sessions", start, methods=["POST"]),
-            Route("/api/sessions/{id}", one),
-            Route("/api/sessions/{id}/{action}", control, methods=["POST"]),
-            Route("/api/policies/{local}", policy),
+            Route("/api/state", for_user(auth, state)),
+            Route("/api/events", for_user(auth, events)),
+            Route("/api/sessions", for_user(auth, start), methods=["POST"]),
+            Route("/api/sessions/{id}", for_user(auth, one)),
+            Route("/api/sessions/{id}/{action}", for_user(auth, control), methods=["POST"]),
+            Route("/api/policies/{local}", for_user(auth, policy)),
             *task_routes(TaskView(feed.runtime.tasks), auth),
         ]
     )

@@ -7,18 +7,20 @@ own origin.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 
 from bus.errors import A2AError, InvalidParams, PermissionDenied, Unavailable
 
 from ..sessions.store import NotFound
+from .auth import ConsoleAuth
 from .tasks import TaskNotFound
 
-__all__ = ["MAX_BODY", "body_of", "failure", "reply", "text_field", "unauthorised"]
+__all__ = ["MAX_BODY", "body_of", "failure", "for_user", "reply", "text_field", "unauthorised"]
 
 MAX_BODY = 64 * 1024
 _STATUS = {NotFound: 404, TaskNotFound: 404, PermissionDenied: 403, Unavailable: 503}
@@ -36,6 +38,24 @@ def failure(exc: A2AError) -> JSONResponse:
 
 def unauthorised() -> JSONResponse:
     return reply({"error": {"code": "UNAUTHENTICATED", "message": "log in first"}}, 401)
+
+
+def for_user(
+    auth: ConsoleAuth, handler: Callable[[Request, str], Awaitable[Response]]
+) -> Callable[[Request], Awaitable[Response]]:
+    """An endpoint that runs ``handler(request, user)`` as the logged-in user: 401 without
+    one, and the typed error reply for an :class:`A2AError` the handler raises."""
+
+    async def endpoint(request: Request) -> Response:
+        user = auth.user_of(request)
+        if user is None:
+            return unauthorised()
+        try:
+            return await handler(request, user)
+        except A2AError as exc:
+            return failure(exc)
+
+    return endpoint
 
 
 async def body_of(request: Request) -> dict[str, Any]:

@@ -15,57 +15,31 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from bus.errors import A2AError
-
 from .auth import ConsoleAuth
-from .http import body_of, failure, reply, unauthorised
+from .http import body_of, for_user, reply
 from .tasks import TaskView
 
 __all__ = ["task_routes"]
 
 
 def task_routes(view: TaskView, auth: ConsoleAuth) -> list[Route]:
-    async def listing(request: Request) -> Response:
-        user = auth.user_of(request)
-        if user is None:
-            return unauthorised()
-        try:
-            return reply(await view.listing(user))
-        except A2AError as exc:
-            return failure(exc)
+    async def listing(request: Request, user: str) -> Response:
+        return reply(await view.listing(user))
 
-    async def one(request: Request) -> Response:
-        user = auth.user_of(request)
-        if user is None:
-            return unauthorised()
-        try:
-            return reply(await view.detail(user, request.path_params["id"]))
-        except A2AError as exc:
-            return failure(exc)
+    async def one(request: Request, user: str) -> Response:
+        return reply(await view.detail(user, request.path_params["id"]))
 
-    async def submit(request: Request) -> Response:
-        user = auth.user_of(request)
-        if user is None:
-            return unauthorised()
-        try:
-            row, created = await view.submit(user, await body_of(request))
-        except A2AError as exc:
-            return failure(exc)
+    async def submit(request: Request, user: str) -> Response:
+        row, created = await view.submit(user, await body_of(request))
         return reply(row | {"created": created}, 201 if created else 200)
 
-    async def cancel(request: Request) -> Response:
-        user = auth.user_of(request)
-        if user is None:
-            return unauthorised()
-        try:
-            await body_of(request)  # a JSON post from the page's own origin, as every change
-            return reply(await view.cancel(user, request.path_params["id"]))
-        except A2AError as exc:
-            return failure(exc)
+    async def cancel(request: Request, user: str) -> Response:
+        await body_of(request)  # a JSON post from the page's own origin, as every change
+        return reply(await view.cancel(user, request.path_params["id"]))
 
     return [
-        Route("/api/tasks", listing),
-        Route("/api/tasks", submit, methods=["POST"]),
-        Route("/api/tasks/{id}", one),
-        Route("/api/tasks/{id}/cancel", cancel, methods=["POST"]),
+        Route("/api/tasks", for_user(auth, listing)),
+        Route("/api/tasks", for_user(auth, submit), methods=["POST"]),
+        Route("/api/tasks/{id}", for_user(auth, one)),
+        Route("/api/tasks/{id}/cancel", for_user(auth, cancel), methods=["POST"]),
     ]
