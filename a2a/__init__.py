@@ -16,8 +16,9 @@ runtime then), so that ``import a2a`` and the ``a2a`` command start at once.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_names
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports each on first use
     from bus.errors import A2AError as A2AError
@@ -135,21 +136,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported on first use; a sub-module (``a2a.wire``) likewise."""
-    module = _WHERE.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module, __name__), name)
-    else:
-        try:
-            value = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    globals()[name] = value  # found once: later lookups do not come here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals(), __all__)

@@ -9,8 +9,9 @@ The names below are imported when first used, like those of :mod:`a2a`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports each on first use
     from .agent import Action as Action
@@ -30,21 +31,21 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
     from .settings import Settings as Settings
 
 _WHERE = {
-    "Action": "agent",
-    "Agent": "agent",
-    "Context": "context",
-    "AgentHost": "hosting",
-    "HostStats": "hosting",
-    "CallOptions": "options",
-    "Peer": "peer",
-    "peer_agent": "peer",
-    "Route": "route",
-    "Target": "route",
-    "by_capability": "route",
-    "by_instance": "route",
-    "to_each": "route",
-    "Runtime": "runtime",
-    "Settings": "settings",
+    "Action": ".agent",
+    "Agent": ".agent",
+    "Context": ".context",
+    "AgentHost": ".hosting",
+    "HostStats": ".hosting",
+    "CallOptions": ".options",
+    "Peer": ".peer",
+    "peer_agent": ".peer",
+    "Route": ".route",
+    "Target": ".route",
+    "by_capability": ".route",
+    "by_instance": ".route",
+    "to_each": ".route",
+    "Runtime": ".runtime",
+    "Settings": ".settings",
 }
 
 __all__ = [
@@ -66,21 +67,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module on first use; a sub-module likewise."""
-    module = _WHERE.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    else:
-        try:
-            value = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals(), __all__)
