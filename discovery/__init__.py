@@ -2,6 +2,7 @@
 and a local view of it."""
 
 from ._library import LIBRARY as LIBRARY
+from ._library import call_function as call_function
 from ._library import load_library as load_library
 from .limits import EntryTooLarge as EntryTooLarge
 from .limits import check_limits as check_limits
@@ -42,6 +43,7 @@ __all__ = [
     "Resources",
     "TrustTracker",
     "ViewEntry",
+    "call_function",
     "check_limits",
     "load_library",
     "match_score",

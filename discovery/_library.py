@@ -17,10 +17,10 @@ from redis.asyncio.cluster import RedisCluster
 
 from bus.errors import Unavailable
 
-from ._scripts import LIBRARY, RETIRED, SOURCE
+from ._scripts import FUNCTIONS, LIBRARY, RETIRED, SOURCE
 from .errors import AccessDenied, ErrorReply, LibraryMissing, library_errors, redis_errors
 
-__all__ = ["LIBRARY", "call_with_library", "load_library"]
+__all__ = ["LIBRARY", "call_function", "call_with_library", "load_library"]
 
 log = logging.getLogger("a2a.discovery.registry")
 
@@ -73,3 +73,16 @@ async def call_with_library(client: aioredis.Redis, run: Callable[[], Awaitable[
         pass
     await load_library(client)
     return await run()
+
+
+async def call_function(
+    client: aioredis.Redis, op: str, keys: list[str], args: list[Any], *, read_only: bool = False
+) -> Any:
+    """FCALL (``read_only``: FCALL_RO) the library's function ``op``, loading the library
+    first when the server has none. Errors are redis-py's, for the caller's ``redis_errors``."""
+    command = "FCALL_RO" if read_only else "FCALL"
+
+    def run() -> Awaitable[Any]:
+        return client.execute_command(command, FUNCTIONS[op], len(keys), *keys, *args)  # type: ignore[no-untyped-call]
+
+    return await call_with_library(client, run)

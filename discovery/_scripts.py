@@ -47,6 +47,10 @@ and is replaced on write, so no agent can make the functions fail for everyone.
 Under the ACLs of ``a2a redis-config`` Redis checks the caller's rights for every key a
 function touches, so no function writes another agent's instance hash: the reads run as
 FCALL_RO (``no-writes``), SWEEP prunes only index entries of hashes that expired.
+
+The library also holds the conversation history's batch functions (``history.lua``, used
+by :mod:`a2a.stores.history`): a batch of captured calls is written in one FCALL, and the
+summaries it makes stale are read in one and written in one.
 """
 
 from __future__ import annotations
@@ -72,6 +76,9 @@ FUNCTIONS = {
         "list",
         "find_all",
         "get",
+        "history_append",
+        "history_inputs",
+        "history_summaries",
     )
 }
 """Operation -> function name (function names are global on a server: versioned too)."""
@@ -90,7 +97,10 @@ capacity out of date routes as well as an exact one; a change of status (busy at
 capacity) is published at once.
 """
 
-_LIBRARY = (resources.files(__package__) / "registry.lua").read_text(encoding="utf-8")
+_LIBRARY = "".join(
+    (resources.files(__package__) / name).read_text(encoding="utf-8")
+    for name in ("registry.lua", "history.lua")  # one library: a server has its functions or none
+)
 
 SOURCE = (
     _LIBRARY.replace("@LIBRARY@", LIBRARY)

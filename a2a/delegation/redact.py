@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from .redact_base import MARKER, SECRET
+from .redact_base import MARKER, SECRET, Needles
 from .redact_rules import DEFAULT_RULES, Rule, contains_any, digit_run, luhn_valid
 
 __all__ = [
@@ -101,6 +101,11 @@ class Redactor:
         self.rules = tuple(rules)
         # Text too short for any rule is returned at once (other rules may match shorter text).
         self._shortest = _SHORTEST if self.rules == DEFAULT_RULES else 1
+        # Each rule with its needles, when its precheck is a Needles: tested here, inline.
+        self._plan = tuple(
+            (rule, rule.precheck.needles if isinstance(rule.precheck, Needles) else None)
+            for rule in self.rules
+        )
 
     def with_rules(self, *rules: Rule) -> Redactor:
         """A redactor with these rules added after the current ones."""
@@ -112,8 +117,16 @@ class Redactor:
         if len(text) < self._shortest:
             return text
         lowered = text.lower()
-        for rule in self.rules:
-            new, count = rule.apply(text, lowered)
+        for rule, needles in self._plan:
+            if needles is None:
+                new, count = rule.apply(text, lowered)
+            else:
+                for needle in needles:
+                    if needle in lowered:
+                        break
+                else:
+                    continue
+                new, count = rule.apply(text, lowered, prechecked=True)
             if count:
                 text = new
                 lowered = text.lower()

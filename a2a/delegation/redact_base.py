@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["MARKER", "SECRET", "Replacement", "Rule", "contains_any", "digit_run", "luhn_valid"]
+__all__ = ["MARKER", "SECRET", "Needles", "Replacement", "Rule", "contains_any", "digit_run", "luhn_valid"]
 
 SECRET = "[SECRET]"
 MARKER = re.compile(r"\[[A-Z][A-Z_]*\]")
@@ -34,9 +34,25 @@ def luhn_valid(number: str) -> bool:
     return total % 10 == 0
 
 
-def contains_any(*needles: str) -> Callable[[str], bool]:
+class Needles:
+    """A :attr:`Rule.precheck`: the lower-cased text contains one of ``needles`` (lower-case).
+
+    A :class:`~a2a.delegation.redact.Redactor` reads ``needles`` to test them inline, without a
+    call per rule: most text holds none, and then the rule costs a few substring tests.
+    """
+
+    __slots__ = ("needles",)
+
+    def __init__(self, needles: tuple[str, ...]) -> None:
+        self.needles = needles
+
+    def __call__(self, lowered: str) -> bool:
+        return any(map(lowered.__contains__, self.needles))
+
+
+def contains_any(*needles: str) -> Needles:
     """A :attr:`Rule.precheck`: the lower-cased text contains one of these lower-case strings."""
-    return lambda lowered: any(map(lowered.__contains__, needles))
+    return Needles(needles)
 
 
 def digit_run(length: int, separators: str) -> Callable[[str], bool]:
@@ -74,14 +90,15 @@ class Rule:
     screen: re.Pattern[str] | None = None
     anchored: bool = False
 
-    def apply(self, text: str, lowered: str | None = None) -> tuple[str, int]:
+    def apply(self, text: str, lowered: str | None = None, *, prechecked: bool = False) -> tuple[str, int]:
         """``text`` with this rule's matches replaced, and how many were.
 
-        ``lowered`` is ``text.lower()`` when the caller has it already.
+        ``lowered`` is ``text.lower()`` when the caller has it already; ``prechecked``: the
+        caller found the precheck to hold.
         """
         if lowered is None:
             lowered = text.lower()
-        if self.precheck is not None and not self.precheck(lowered):
+        if not prechecked and self.precheck is not None and not self.precheck(lowered):
             return text, 0
         if self.screen is not None:
             if self.anchored and len(lowered) == len(text):

@@ -35,7 +35,7 @@ from bus.wire import NotificationEnvelope, RequestEnvelope
 
 from ..delegation.redact import Redactor
 from .history import Exchange, HistoryStore, preview
-from .summary import SUMMARY_CHARS, Summariser, summarise
+from .summary import SUMMARY_CHARS, Summariser, SummaryInput, summarise
 
 __all__ = [
     "MESSAGE_CHARS",
@@ -55,6 +55,8 @@ TEXT_KEYS = ("text", "message", "prompt", "query", "question", "input", "task", 
 """Parameters whose string value is the request's text; without one, the parameters are (as JSON)."""
 SUMMARY_WINDOW = 20
 """Latest messages a summariser is given."""
+SUMMARY_BATCH = 64
+"""Conversations whose summaries are read and written in one round trip each."""
 MAX_PENDING = 10_000
 """Captured calls waiting to be written at most; more are dropped (and counted)."""
 LOG_EVERY = 30.0
@@ -96,6 +98,13 @@ def answer_text(result: Any, error: A2AError | None, redactor: Redactor, limit: 
     except (TypeError, ValueError):
         encoded = type(result).__name__
     return preview(redactor.redact(encoded), limit)
+
+
+def _digest(conversation_id: str, exchanges: list[Exchange]) -> SummaryInput:
+    """What a summariser needs of a conversation that holds only ``exchanges``."""
+    goal = next((x.request.content for x in exchanges if x.request.role == "user"), None)
+    messages = [m for x in exchanges for m in (x.request, x.answer)][-SUMMARY_WINDOW:]
+    return SummaryInput(conversation_id=conversation_id, goal=goal, messages=messages)
 
 
 class CaptureStats(msgspec.Struct, kw_only=True):
@@ -144,7 +153,9 @@ class HistoryRecorder:
         self.stats = CaptureStats()
         self._pending: list[tuple[RequestEnvelope, str, Any, A2AError | None, float]] = []
         self._queued = anyio.Event()
-        self._dirty: dict[str, None] = {}  # conversations whose summary is behind, in order
+        # Conversations whose summary is behind, in order, with what their summariser needs
+        # when this process knows it all (None: read it).
+        self._dirty: dict[str, SummaryInput | None] = {}
         self._stale = anyio.Event()
         self._writing = anyio.Lock()
         self._warned = -LOG_EVERY
@@ -201,16 +212,22 @@ class HistoryRecorder:
             batch = [self._exchange(*entry) for entry in pending]
             try:
                 assert self.history is not None  # something was captured: enabled
-                written = await self.history.append_exchanges(batch)
+                appended = await self.history.append_exchanges(batch)
             except Exception as exc:  # the store is down or refused: best effort, counted
                 self.stats.failures += 1
                 self.stats.dropped += len(batch)
                 self._warn(f"{len(batch)} calls not recorded in the conversation history: {exc}")
                 return
+            written = appended.written
             self.stats.written += len(written)
             self.stats.skipped += len(batch) - len(written)
+            by_conversation: dict[str, list[Exchange]] = {}
             for exchange in written:
-                self._dirty[exchange.conversation_id] = None
+                by_conversation.setdefault(exchange.conversation_id, []).append(exchange)
+            for conversation_id, exchanges in by_conversation.items():
+                # A conversation holding only these messages is summarised without reading it.
+                new = appended.lengths.get(conversation_id) == 2 * len(exchanges)
+                self._dirty[conversation_id] = _digest(conversation_id, exchanges) if new else None
             if written:
                 self._stale.set()
 
@@ -240,23 +257,47 @@ class HistoryRecorder:
 
     async def _summarise_dirty(self) -> None:
         dirty, self._dirty = self._dirty, {}
-        for conversation_id in dirty:
-            await self._summarise(conversation_id)
+        known = [digest for digest in dirty.values() if digest is not None]
+        unread = [conversation_id for conversation_id, digest in dirty.items() if digest is None]
+        for start in range(0, len(known), SUMMARY_BATCH):
+            await self._summarise(known[start : start + SUMMARY_BATCH])
+        for start in range(0, len(unread), SUMMARY_BATCH):
+            ids = unread[start : start + SUMMARY_BATCH]
+            assert self.history is not None  # something was written: enabled
+            try:
+                digests = await self.history.summary_inputs(ids, SUMMARY_WINDOW)
+            except Exception as exc:
+                self.stats.summary_failures += len(ids)
+                self._warn(f"summaries of {len(ids)} conversations not updated: {exc!r}")
+                continue
+            await self._summarise(digests)
 
-    async def _summarise(self, conversation_id: str) -> None:
+    async def _summarise(self, digests: list[SummaryInput]) -> None:
+        """Bring these conversations' summaries up to date, written in one round trip; a
+        summariser's failure keeps that conversation's old summary, the store's keeps them all."""
         assert self.history is not None  # something was written: enabled
-        try:
-            digest = await self.history.summary_input(conversation_id, SUMMARY_WINDOW)
-            with anyio.fail_after(self.summary_timeout):
+        summaries: dict[str, str] = {}
+        for digest in digests:
+            try:
                 text = self.summariser(digest)
-                if inspect.isawaitable(text):
-                    text = await text
-            summary = preview(self.redactor.redact(str(text)), SUMMARY_CHARS)
-            await self.history.set_summary(conversation_id, summary)
-            self.stats.summaries += 1
-        except Exception as exc:  # a summariser's or the store's failure: the old summary stays
-            self.stats.summary_failures += 1
-            self._warn(f"summary of conversation {conversation_id} not updated: {exc!r}")
+                if inspect.isawaitable(text):  # a model, say: it has summary_timeout
+                    with anyio.fail_after(self.summary_timeout):
+                        text = await text
+            except Exception as exc:  # the summariser's failure: the old summary stays
+                self.stats.summary_failures += 1
+                self._warn(f"summary of conversation {digest.conversation_id} not updated: {exc!r}")
+                continue
+            text = str(text)
+            if self.summariser is not summarise:  # the default one only quotes redacted messages
+                text = self.redactor.redact(text)
+            summaries[digest.conversation_id] = preview(text, SUMMARY_CHARS)
+        try:
+            await self.history.set_summaries(summaries)
+        except Exception as exc:
+            self.stats.summary_failures += len(summaries)
+            self._warn(f"summaries of {len(summaries)} conversations not written: {exc!r}")
+            return
+        self.stats.summaries += len(summaries)
 
     def _warn(self, message: str) -> None:
         """Log a warning at most every LOG_EVERY seconds, saying how many went unlogged."""

@@ -26,15 +26,18 @@ import redis.asyncio as aioredis
 from bus.errors import PermissionDenied
 from bus.handoff import ChatMessage
 from bus.wire import Wire
+from discovery import call_function
 from discovery.errors import redis_errors
 from discovery.registry import RegistryKeys
 
 from ..delegation.redact import Redactor
 from .summary import SummaryInput
 
-__all__ = ["Exchange", "HistoryStore", "Interaction", "objective_key", "preview"]
+__all__ = ["Appended", "Exchange", "HistoryStore", "Interaction", "objective_key", "preview"]
 
 PREVIEW_CHARS = 200
+BATCH = 256
+"""Exchanges one write sends at most (a larger batch is several round trips)."""
 
 
 class Interaction(Wire):
@@ -61,6 +64,14 @@ class Exchange(msgspec.Struct, frozen=True, kw_only=True):
     """The user the call was made for; a conversation of another user is not written."""
     request: ChatMessage
     answer: ChatMessage
+
+
+class Appended(msgspec.Struct):
+    """What :meth:`HistoryStore.append_exchanges` wrote: the exchanges, and how many messages
+    each conversation written to holds now (before trimming)."""
+
+    written: list[Exchange] = msgspec.field(default_factory=list)
+    lengths: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 _message_encoder = msgspec.json.Encoder()
@@ -99,6 +110,7 @@ class HistoryStore:
         self.max_messages = max_messages
         self.ttl = int(ttl)
         self._owners: OrderedDict[str, str] = OrderedDict()
+        self._base = f"{self.prefix}conv:"
 
     def _key(self, conversation_id: str, part: str) -> str:
         return f"{self.prefix}conv:{conversation_id}:{part}"
@@ -162,58 +174,61 @@ class HistoryStore:
             value = await self.redis.hget(self._key(conversation_id, "meta"), "summary")
         return str(value) if value is not None else None
 
-    async def append_exchanges(self, batch: Sequence[Exchange]) -> list[Exchange]:
-        """Append each exchange to its conversation, in order, and return those written.
+    async def append_exchanges(self, batch: Sequence[Exchange]) -> Appended:
+        """Append each exchange to its conversation, in order; what was written.
 
         An exchange made for another user than the conversation's owner (or for none, when
         it has one) is left out. A conversation's first user request becomes its ``goal``.
-        Two round trips whatever the batch: the owners, then the writes.
+        One round trip per ``BATCH`` exchanges (the library's ``history_append``).
         """
-        ids = list(dict.fromkeys(x.conversation_id for x in batch))
-        with redis_errors("append exchanges"):
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for conversation_id in ids:
-                    pipe.hget(self._key(conversation_id, "meta"), "userId")
-                owners = dict(zip(ids, await pipe.execute(), strict=True))
-            kept = [x for x in batch if owners[x.conversation_id] in (None, x.user_id)]
-            messages: dict[str, list[bytes]] = {}
-            goals: dict[str, str] = {}
-            for x in kept:
-                messages.setdefault(x.conversation_id, []).extend(
-                    (_message_encoder.encode(x.request), _message_encoder.encode(x.answer))
+        appended = Appended()
+        for start in range(0, len(batch), BATCH):
+            part = batch[start : start + BATCH]
+            rows = [
+                (
+                    x.conversation_id,
+                    x.user_id or "",
+                    x.request.content if x.request.role == "user" else "",
+                    _message_encoder.encode(x.request).decode(),
+                    _message_encoder.encode(x.answer).decode(),
                 )
-                if x.request.role == "user":
-                    goals.setdefault(x.conversation_id, x.request.content)
-            if not kept:
-                return kept
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for conversation_id, encoded in messages.items():
-                    key = self._key(conversation_id, "messages")
-                    pipe.rpush(key, *encoded)
-                    pipe.ltrim(key, -self.max_messages, -1)
-                    pipe.expire(key, self.ttl)
-                for conversation_id, goal in goals.items():
-                    meta = self._key(conversation_id, "meta")
-                    pipe.hsetnx(meta, "goal", goal)
-                    pipe.expire(meta, self.ttl)
-                await pipe.execute()
-        return kept
+                for x in part
+            ]
+            args = [self.ttl, self.max_messages, _message_encoder.encode(rows)]
+            with redis_errors("append exchanges"):
+                kept, held = await call_function(self.redis, "history_append", [self._base], args)
+            appended.written += (part[int(n)] for n in kept)
+            for i in range(0, len(held) - 1, 2):
+                appended.lengths[_text(held[i]) or ""] = int(held[i + 1])
+        return appended
+
+    async def summary_inputs(self, conversation_ids: Sequence[str], window: int) -> list[SummaryInput]:
+        """What a summariser needs of each conversation: the goal, the summary so far and
+        the last ``window`` messages, in one round trip (the library's ``history_inputs``)."""
+        args = [window, _message_encoder.encode(list(conversation_ids))]
+        with redis_errors("read summary inputs"):
+            replies = await call_function(self.redis, "history_inputs", [self._base], args, read_only=True)
+        return [
+            SummaryInput(
+                conversation_id=conversation_id,
+                goal=_text(goal),
+                messages=[_message_decoder.decode(m) for m in raw or ()],
+                previous=_text(previous),
+            )
+            for conversation_id, (goal, previous, raw) in zip(conversation_ids, replies, strict=True)
+        ]
 
     async def summary_input(self, conversation_id: str, window: int) -> SummaryInput:
         """What a summariser needs: the goal, the summary so far and the last ``window`` messages."""
-        meta = self._key(conversation_id, "meta")
-        with redis_errors("read summary input"):
-            async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.hget(meta, "goal")
-                pipe.hget(meta, "summary")
-                pipe.lrange(self._key(conversation_id, "messages"), -max(1, window), -1)
-                goal, previous, raw = await pipe.execute()
-        return SummaryInput(
-            conversation_id=conversation_id,
-            goal=None if goal is None else str(goal),
-            messages=[_message_decoder.decode(r) for r in raw],
-            previous=None if previous is None else str(previous),
-        )
+        (found,) = await self.summary_inputs([conversation_id], window)
+        return found
+
+    async def set_summaries(self, summaries: dict[str, str]) -> None:
+        """Write each conversation's summary, in one round trip (the library's ``history_summaries``)."""
+        if summaries:
+            args = [self.ttl, _message_encoder.encode(list(summaries.items()))]
+            with redis_errors("write summaries"):
+                await call_function(self.redis, "history_summaries", [self._base], args)
 
     async def record(self, conversation_id: str, interaction: Interaction) -> None:
         """Record one sub-agent interaction: who asked whom what, and a preview of the outcome.
@@ -259,6 +274,12 @@ class HistoryStore:
                     await self.redis.set(name, ANSWERED + request_id, px=keep_ms, xx=True)
                 else:
                     await self.redis.delete(name)
+
+
+def _text(value: bytes | str | None) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:

@@ -20,7 +20,7 @@ from a2a.gateway.tasks import Numbered, StoredTask, TaskStore
 from a2a.sessions import Session
 from a2a.sessions.policy import PolicyStore, SharedCallPolicy
 from a2a.sessions.store import AuditEntry, SessionStore
-from a2a.stores.history import HistoryStore, Interaction
+from a2a.stores.history import Exchange, HistoryStore, Interaction
 from bus.errors import Overloaded, PermissionDenied
 from bus.handoff import ChatMessage
 from discovery import LIBRARY, AgentCapability, AgentProfile, InstanceState, LocalView, Registry
@@ -179,6 +179,23 @@ async def test_history_store(client: Redis, namespace: str) -> None:
     assert [m.content for m in await history.messages("c1")] == ["m2", "m3", "m4"]
     await history.set_summary("c1", "short")
     assert await history.summary("c1") == "short"
+    # Batches: one FCALL each, on the master of the namespace's slot.
+    asked = ChatMessage(role="user", content="goal")
+    appended = await history.append_exchanges(
+        [
+            Exchange(
+                conversation_id="c2",
+                user_id="bob",
+                request=asked,
+                answer=ChatMessage(role="assistant", content="ok"),
+            )
+        ]
+    )
+    assert appended.lengths == {"c2": 2}
+    (inputs,) = await history.summary_inputs(["c2"], 5)
+    assert inputs.goal == "goal" and [m.content for m in inputs.messages] == ["goal", "ok"]
+    await history.set_summaries({"c2": "a batch"})
+    assert await history.summary("c2") == "a batch"
     call = Interaction(
         caller="a", target="b", task="task", output_preview="out", success=True,
         duration_ms=1.5, request_id="r1", at=time.time(),

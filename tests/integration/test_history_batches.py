@@ -1,0 +1,129 @@
+"""The history store's batch writes (one FCALL of the registry library per batch) against a
+real Redis: owners, goals, trimming, lengths, summaries read and written in one round trip,
+a recorder that summarises a new conversation without reading it, and bad batches refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
+
+from a2a import Agent, Context, Runtime, Settings
+from a2a.stores.history import Exchange, HistoryStore
+from a2a.stores.summary import SummaryInput, summarise
+from bus.handoff import ChatMessage
+from discovery import call_function
+
+pytestmark = [pytest.mark.anyio, pytest.mark.integration]
+
+
+@pytest.fixture
+async def client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    redis = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    yield redis
+    await redis.aclose()
+
+
+def exchange(conversation: str, user: str | None, ask: str, answer: str, role: str = "user") -> Exchange:
+    return Exchange(
+        conversation_id=conversation,
+        user_id=user,
+        request=ChatMessage(role=role, content=ask, name="script"),
+        answer=ChatMessage(role="assistant", content=answer, name="notes"),
+    )
+
+
+async def test_a_batch_writes_each_conversation_of_its_owner_in_order(
+    client: aioredis.Redis, namespace: str
+) -> None:
+    history = HistoryStore(client, namespace, max_messages=4)
+    await history.claim("owned", "alice")
+    batch = [
+        exchange("owned", "alice", "first", "a1"),
+        exchange("owned", "mallory", "not hers", "x"),  # another user's: left out
+        exchange("open", None, "q1", "r1", role="agent"),  # an agent asks: no goal
+        exchange("owned", "alice", "second", "a2"),
+        exchange("open", "bob", "q2", "r2"),  # no owner: anyone's exchange is written
+        exchange("owned", "alice", "third", "a3"),
+    ]
+    appended = await history.append_exchanges(batch)
+    assert [x.request.content for x in appended.written] == ["first", "q1", "second", "q2", "third"]
+    assert appended.lengths == {"owned": 6, "open": 4}  # before trimming to max_messages
+    assert [m.content for m in await history.messages("owned")] == ["second", "a2", "third", "a3"]
+    assert [m.content for m in await history.messages("open")] == ["q1", "r1", "q2", "r2"]
+    (owned, open_) = await history.summary_inputs(["owned", "open"], 3)
+    assert owned.goal == "first" and open_.goal == "q2"  # the first user request, kept past trimming
+    assert [m.content for m in owned.messages] == ["a2", "third", "a3"]
+    await history.set_summaries({"owned": "alice's", "open": "anyone's"})
+    assert await history.summary("owned") == "alice's"
+    assert (await history.summary_inputs(["open"], 1))[0].previous == "anyone's"
+    assert await client.ttl(history._key("owned", "messages")) > 0
+    assert await client.ttl(history._key("owned", "meta")) > 0
+
+
+async def test_batches_longer_than_one_call_and_odd_ids(client: aioredis.Redis, namespace: str) -> None:
+    history = HistoryStore(client, namespace)
+    ids = ["plain", "with:colons", "ünïcode", 'quote"d']
+    batch = [exchange(ids[i % 4], "alice", f"m{i}", f"a{i}") for i in range(600)]
+    appended = await history.append_exchanges(batch)  # three FCALLs of 256 at most
+    assert len(appended.written) == 600
+    assert appended.lengths == dict.fromkeys(ids, 300)
+    for n, conversation in enumerate(ids):
+        messages = await history.messages(conversation)
+        assert [m.content for m in messages[:2]] == [f"m{n}", f"a{n}"]
+
+
+async def test_malformed_batches_are_refused_by_the_function(client: aioredis.Redis, namespace: str) -> None:
+    base = [HistoryStore(client, namespace)._base]
+    with pytest.raises(ResponseError, match="JSON array"):
+        await call_function(client, "history_append", base, [60, 10, "not json"])
+    assert await call_function(client, "history_append", base, [60, 10, '{"an": "object"}']) == [[], []]
+    # Rows of the wrong shape are skipped; the others are written.
+    message = json.dumps({"role": "user", "content": "hi"})
+    rows = json.dumps([[1, "u", "", "{}", "{}"], ["ok", "", "", message, "{}"], "x"])
+    kept, held = await call_function(client, "history_append", base, [60, 10, rows])
+    assert kept == [1] and held == ["ok", 2]
+
+
+async def test_a_new_conversation_is_summarised_without_reading_it(settings: Settings) -> None:
+    seen: list[SummaryInput] = []
+
+    def summariser(digest: SummaryInput) -> str:
+        seen.append(digest)
+        return summarise(digest)
+
+    async with Runtime(settings, summariser=summariser) as rt:
+        notes = Agent("notes")
+
+        @notes.action("reply")
+        async def reply(ctx: Context, p: dict[str, Any]) -> str:
+            return f"noted: {p['text']}"
+
+        await rt.serve(notes)
+        history = rt.history
+        assert history is not None
+        read: list[str] = []
+        real = history.summary_inputs
+
+        async def counted(ids: Sequence[str], window: int) -> list[SummaryInput]:
+            read.extend(ids)
+            return await real(ids, window)
+
+        history.summary_inputs = counted  # type: ignore[method-assign]
+        await history.append_exchanges([exchange("old", "alice", "earlier", "before")])
+        for conversation, text in (("new", "plan the release"), ("old", "later")):
+            await rt.call("notes", "reply", {"text": text}, conversation_id=conversation, user_id="alice")
+        recorder = rt.services.recorder
+        assert recorder is not None
+        await recorder.flush()
+        assert read == ["old"]  # only the conversation with earlier messages was read
+        by_id = {d.conversation_id: d for d in seen}
+        assert by_id["new"].goal == "plan the release" and by_id["new"].previous is None
+        assert [m.content for m in by_id["new"].messages] == ["plan the release", "noted: plan the release"]
+        assert [m.content for m in by_id["old"].messages] == ["earlier", "before", "later", "noted: later"]
+        assert await history.summary("new") == summarise(by_id["new"])
+        assert "earlier" in (await history.summary("old") or "")
