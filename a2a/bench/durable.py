@@ -12,7 +12,6 @@ two connections of this process.
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 import uuid
@@ -30,6 +29,7 @@ from ..core.context import Context
 from ..core.runtime import Runtime
 from ..core.settings import Settings
 from ..dev.servers import NatsServer
+from .cpu import process_cpu
 from .throughput import DISTURBED, calibrate
 
 __all__ = ["DurableConfig", "run_durable_bench"]
@@ -56,18 +56,6 @@ class DurableConfig(msgspec.Struct, kw_only=True):
 Submit = Callable[[], Awaitable[None]]
 
 
-def _server_cpu(pid: int | None) -> float:
-    """Seconds of CPU the process ``pid`` has used (0 when unknown: a server not started here)."""
-    if pid is None:
-        return 0.0
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
 async def _windows(
     cfg: DurableConfig, modes: dict[str, Submit], server_pid: int | None = None
 ) -> list[dict[str, Any]]:
@@ -82,7 +70,7 @@ async def _windows(
             cal = calibrate()
             left = cfg.tasks
             start = time.perf_counter()
-            cpu, server_cpu = time.process_time(), _server_cpu(server_pid)
+            cpu, server_cpu = time.process_time(), process_cpu(server_pid)
 
             async def flow(submit: Submit = submit) -> None:
                 nonlocal left
@@ -96,7 +84,7 @@ async def _windows(
             rate = cfg.tasks / (time.perf_counter() - start)
             cpu_us = {
                 "process": (time.process_time() - cpu) / cfg.tasks * 1e6,
-                "server": (_server_cpu(server_pid) - server_cpu) / cfg.tasks * 1e6,
+                "server": (process_cpu(server_pid) - server_cpu) / cfg.tasks * 1e6,
             }
             latencies = []
             for _ in range(cfg.sequential):

@@ -6,7 +6,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from .throughput import BenchReport
+from .throughput import MODES, PROCESSES, BenchReport
 
 __all__ = ["render"]
 
@@ -22,13 +22,7 @@ def render(report: BenchReport) -> Group:
         "p50 added µs",
     ):
         calls.add_column(column, justify="right" if column != "mode" else "left")
-    labels = {
-        "raw": "raw nats-py request",
-        "name": "runtime, by name",
-        "capability": "runtime, by capability",
-        "name_unaudited": "runtime, by name, audit off",
-    }
-    for mode, label in labels.items():
+    for mode, label in MODES.items():
         calls.add_row(
             label,
             f"{report.throughput[mode]:,.0f}",
@@ -36,6 +30,18 @@ def render(report: BenchReport) -> Group:
             f"{report.latency_p50_us[mode]:.0f}",
             f"{report.latency_p99_us[mode]:.0f}",
             "" if mode == "raw" else f"{report.added_p50_us[mode]:.0f}",
+        )
+    cpu = Table(title="CPU per call (µs, 64 in flight; from /proc)", title_justify="left")
+    for column in ("mode", *PROCESSES, "callee / raw's", "caller / raw's"):
+        cpu.add_column(column, justify="right" if column != "mode" else "left")
+    raw = report.cpu_us["raw"]
+    for mode, label in MODES.items():
+        figures = report.cpu_us[mode]
+        cpu.add_row(
+            label,
+            *(f"{figures[p]:.1f}" for p in PROCESSES),
+            f"{figures['callee'] / max(raw['callee'], 1e-9):.2f}",
+            f"{figures['caller'] / max(raw['caller'], 1e-9):.2f}",
         )
     registry = Table(title="find_best_agent (µs)", title_justify="left")
     for column in ("instances", "Redis script p50", "p99", "local view p50", "p99"):
@@ -61,4 +67,4 @@ def render(report: BenchReport) -> Group:
     targets = Text()
     for name, met in report.targets.items():
         targets.append(("met   " if met else "MISSED ") + name + "\n", style="green" if met else "red")
-    return Group(calls, registry, memory, note, targets)
+    return Group(calls, cpu, registry, memory, note, targets)

@@ -1,7 +1,8 @@
 """The other process of ``a2a bench``: a raw nats-py echo responder and a runtime echo agent.
 
-Both answer in the same process and event loop, so the raw and runtime measurements
-share every condition but the code under test.
+All answer in the same process and event loop, so the raw and runtime measurements
+share every condition but the code under test: the raw responder, an echo agent with the
+defaults (audit and history capture on), one with the audit off, and one with both off.
 """
 
 from __future__ import annotations
@@ -49,9 +50,13 @@ async def serve(nats_url: str, redis_url: str, namespace: str) -> None:
     await nc.subscribe(raw_subject(namespace), cb=respond)
     settings = Settings(nats_url=nats_url, redis_url=redis_url, namespace=namespace)
     quiet = Settings(nats_url=nats_url, redis_url=redis_url, namespace=namespace, audit=False)
-    async with Runtime(settings) as rt, Runtime(quiet) as rt_quiet:
+    bare = Settings(
+        nats_url=nats_url, redis_url=redis_url, namespace=namespace, audit=False, history_capture=False
+    )
+    async with Runtime(settings) as rt, Runtime(quiet) as rt_quiet, Runtime(bare) as rt_bare:
         await rt.serve(echo_agent())
         await rt_quiet.serve(echo_agent("bench-echo-unaudited"))
+        await rt_bare.serve(echo_agent("bench-echo-bare"))
         await nc.flush()
         print("ready", flush=True)
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:

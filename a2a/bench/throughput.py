@@ -32,11 +32,23 @@ from ..core.runtime import Runtime
 from ..core.settings import Settings
 from ..dev.servers import NatsServer, RedisServer
 from ..processes import die_with_parent
+from .cpu import process_cpu
 from .responder import ECHO_CAPABILITY, raw_subject
 
-__all__ = ["DISTURBED", "BenchConfig", "BenchReport", "calibrate", "run_bench"]
+__all__ = ["DISTURBED", "MODES", "PROCESSES", "BenchConfig", "BenchReport", "calibrate", "run_bench"]
 
 PAYLOAD = {"text": "x" * 64, "n": 1}
+PROCESSES = ("caller", "callee", "nats-server")
+"""The processes whose CPU each throughput window measures: this one, the responder
+process (the raw responder and the echo agents), and the embedded nats-server (0 when
+the bench uses a server it did not start)."""
+MODES = {
+    "raw": "raw nats-py request",
+    "name": "runtime, by name",
+    "capability": "runtime, by capability",
+    "name_unaudited": "runtime, by name, audit off",
+    "name_bare": "runtime, by name, audit and capture off",
+}
 DISTURBED = 1.3
 """A window whose CPU calibration ran this much slower than the median was disturbed."""
 
@@ -59,6 +71,8 @@ class Window(msgspec.Struct):
     value: float
     calibration_ms: float
     disturbed: bool = False
+    cpu_us: dict[str, float] = msgspec.field(default_factory=dict)
+    """Throughput windows: CPU per call of each process (``PROCESSES``), from ``/proc``."""
 
 
 class BenchReport(msgspec.Struct, kw_only=True):
@@ -69,6 +83,8 @@ class BenchReport(msgspec.Struct, kw_only=True):
     latency_p99_us: dict[str, float]
     ratios: dict[str, float]
     added_p50_us: dict[str, float]
+    cpu_us: dict[str, dict[str, float]]
+    """Mode -> process (``PROCESSES``) -> CPU µs per call, median of the undisturbed windows."""
     find_best_us: dict[str, dict[str, float]]
     """Registry size -> p50/p99 of the Redis search (one round trip) and of the local view."""
     memory: dict[str, float]
@@ -103,18 +119,30 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def _throughput(call: Callable[[], Awaitable[Any]], calls: int, concurrency: int) -> float:
+async def _throughput(
+    call: Callable[[], Awaitable[Any]],
+    calls: int,
+    concurrency: int,
+    pids: tuple[int | None, int | None] = (None, None),
+) -> tuple[float, dict[str, float]]:
+    """Calls per second with ``concurrency`` in flight, and the CPU per call of this process
+    and of the processes ``pids`` (the callee's and nats-server's)."""
     per_worker = calls // concurrency
 
     async def worker() -> None:
         for _ in range(per_worker):
             await call()
 
+    before = (time.process_time(), *(process_cpu(pid) for pid in pids))
     start = time.perf_counter()
     async with anyio.create_task_group() as tg:
         for _ in range(concurrency):
             tg.start_soon(worker)
-    return per_worker * concurrency / (time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    after = (time.process_time(), *(process_cpu(pid) for pid in pids))
+    done = per_worker * concurrency
+    cpu = {name: round((b - a) / done * 1e6, 1) for name, a, b in zip(PROCESSES, before, after, strict=True)}
+    return done / elapsed, cpu
 
 
 async def _latencies(call: Callable[[], Awaitable[Any]], n: int) -> list[float]:
@@ -126,13 +154,15 @@ async def _latencies(call: Callable[[], Awaitable[Any]], n: int) -> list[float]:
     return out
 
 
-async def _measure(settings: Settings, config: BenchConfig, loop_name: str) -> BenchReport:
+async def _measure(
+    settings: Settings, config: BenchConfig, loop_name: str, pids: tuple[int | None, int | None]
+) -> BenchReport:
     namespace = settings.namespace
     nc = await nats.connect(settings.nats_url)
     raw_payload = msgspec.json.encode(PAYLOAD)
     subject = raw_subject(namespace)
     async with Runtime(settings) as rt:
-        await rt.wait_for_agents(["bench-echo", "bench-echo-unaudited"], timeout=30)
+        await rt.wait_for_agents(["bench-echo", "bench-echo-unaudited", "bench-echo-bare"], timeout=30)
 
         async def raw() -> Any:
             return await nc.request(subject, raw_payload, timeout=10)
@@ -148,16 +178,24 @@ async def _measure(settings: Settings, config: BenchConfig, loop_name: str) -> B
         async def unaudited() -> Any:
             return await rt.call("bench-echo-unaudited", "echo", PAYLOAD, timeout=10)
 
-        modes = {"raw": raw, "name": by_name, "capability": by_cap, "name_unaudited": unaudited}
+        async def bare() -> Any:
+            return await rt.call("bench-echo-bare", "echo", PAYLOAD, timeout=10)
+
+        modes = {
+            "raw": raw,
+            "name": by_name,
+            "capability": by_cap,
+            "name_unaudited": unaudited,
+            "name_bare": bare,
+        }
         for call in modes.values():  # warm up connections, caches and the JIT-less interpreter alike
             await _throughput(call, 500, config.concurrency)
         windows: list[Window] = []
         for _ in range(config.rounds):
             for mode, call in modes.items():
                 cal = calibrate()
-                windows.append(
-                    Window(mode, "throughput", await _throughput(call, config.calls, config.concurrency), cal)
-                )
+                rate, cpu = await _throughput(call, config.calls, config.concurrency, pids)
+                windows.append(Window(mode, "throughput", rate, cal, cpu_us=cpu))
                 cal = calibrate()
                 lat = await _latencies(call, config.sequential)
                 windows.append(Window(mode, "p50", percentile(lat, 0.5), cal))
@@ -171,10 +209,16 @@ async def _measure(settings: Settings, config: BenchConfig, loop_name: str) -> B
             values = values or [w.value for w in windows if w.mode == mode and w.kind == kind]
             return statistics.median(values)
 
+        def cpu_of(mode: str, process: str) -> float:
+            kept = [w for w in windows if w.mode == mode and w.kind == "throughput"]
+            kept = [w for w in kept if not w.disturbed] or kept
+            return round(statistics.median(w.cpu_us[process] for w in kept), 1)
+
         throughput = {m: round(figure(m, "throughput"), 1) for m in modes}
         p50 = {m: round(figure(m, "p50"), 1) for m in modes}
         p99 = {m: round(figure(m, "p99"), 1) for m in modes}
-        runtime_modes = ("name", "capability", "name_unaudited")
+        cpu_us = {m: {p: cpu_of(m, p) for p in PROCESSES} for m in modes}
+        runtime_modes = ("name", "capability", "name_unaudited", "name_bare")
         ratios = {m: round(throughput[m] / throughput["raw"], 3) for m in runtime_modes}
         added = {m: round(p50[m] - p50["raw"], 1) for m in runtime_modes}
 
@@ -199,10 +243,14 @@ async def _measure(settings: Settings, config: BenchConfig, loop_name: str) -> B
         }
     await nc.close()
     find_best = await _registry_bench(settings, config)
+    raw_cpu = cpu_us["raw"]
     targets = {
-        "name >= 0.80x raw throughput": ratios["name"] >= 0.80,
+        "name >= 1.0x raw throughput": ratios["name"] >= 1.0,
         "capability >= 0.70x raw throughput": ratios["capability"] >= 0.70,
         "added p50 <= 100 us": added["name"] <= 100,
+        "callee CPU <= 1.5x raw's (audit on)": cpu_us["name"]["callee"] <= 1.5 * raw_cpu["callee"],
+        "callee CPU <= 1.2x raw's (audit off)": cpu_us["name_unaudited"]["callee"] <= 1.2 * raw_cpu["callee"],
+        "caller CPU <= raw's": cpu_us["name"]["caller"] <= raw_cpu["caller"],
         "find_best p50 <= 1 ms at 10,000": find_best.get("10000", {}).get("redis_p50", 1e9) <= 1000,
         "0 pending futures": memory["pending_after"] == 0,
         "memory flat (< 20 MB growth)": memory["rss_growth_mb"] < 20,
@@ -214,6 +262,7 @@ async def _measure(settings: Settings, config: BenchConfig, loop_name: str) -> B
         latency_p99_us=p99,
         ratios=ratios,
         added_p50_us=added,
+        cpu_us=cpu_us,
         find_best_us=find_best,
         memory=memory,
         windows=windows,
@@ -285,7 +334,10 @@ def run_bench(
     """Start servers if needed and the responder process, then measure on one event loop."""
     namespace = f"bench{uuid.uuid4().hex[:6]}"
     with ExitStack() as stack:
-        nats_url = nats_url or stack.enter_context(NatsServer()).url
+        server = None
+        if not nats_url:
+            server = stack.enter_context(NatsServer())
+            nats_url = server.url
         redis_url = redis_url or stack.enter_context(RedisServer()).url
         responder = subprocess.Popen(
             [
@@ -311,7 +363,8 @@ def run_bench(
             raise RuntimeError("the bench responder did not start")
         settings = Settings(nats_url=nats_url, redis_url=redis_url, namespace=namespace)
         options = {"use_uvloop": loop == "uvloop"}
-        return anyio.run(_measure, settings, config, loop, backend="asyncio", backend_options=options)
+        pids = (responder.pid, server.pid if server is not None else None)
+        return anyio.run(_measure, settings, config, loop, pids, backend="asyncio", backend_options=options)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

@@ -79,11 +79,7 @@ def request_text(env: RequestEnvelope, redactor: Redactor, limit: int = MESSAGE_
             value = params.get(key)
             if isinstance(value, str) and value:
                 return preview(redactor.redact(value), limit)
-        try:
-            encoded = _json.encode(redactor.redact_value(params)).decode()
-        except (TypeError, ValueError):
-            encoded = "{...}"
-        return preview(redactor.redact(f"{action} {encoded}"), limit)
+        return preview(f"{redactor.redact(action)} {redacted_json(params, redactor)}", limit)
     return preview(redactor.redact(action), limit)
 
 
@@ -93,11 +89,34 @@ def answer_text(result: Any, error: A2AError | None, redactor: Redactor, limit: 
         return preview(redactor.redact(f"[{error.code}] {error.message}"), limit)
     if isinstance(result, str):
         return preview(redactor.redact(result), limit)
+    return preview(redacted_json(result, redactor), limit)
+
+
+def redacted_json(value: Any, redactor: Redactor) -> str:
+    """``value`` as JSON with every string redacted (:meth:`~Redactor.redact_value`), and
+    the whole text redacted again only when a key holds something a rule finds: strings are
+    redacted once, as they are, not a second time inside their JSON escapes."""
+    walked = redactor.redact_value(value)
     try:
-        encoded = _json.encode(redactor.redact_value(result)).decode()
+        encoded = _json.encode(walked).decode()
     except (TypeError, ValueError):
-        encoded = type(result).__name__
-    return preview(redactor.redact(encoded), limit)
+        return type(value).__name__
+    keys = "\n".join(_keys(walked, []))
+    if keys and redactor.redact(keys) != keys:
+        encoded = redactor.redact(encoded)
+    return encoded
+
+
+def _keys(value: Any, into: list[str]) -> list[str]:
+    """The keys of the dicts in ``value`` (a redacted value: its depth is bounded), as text."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            into.append(str(k))
+            _keys(v, into)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _keys(v, into)
+    return into
 
 
 def _digest(conversation_id: str, exchanges: list[Exchange]) -> SummaryInput:

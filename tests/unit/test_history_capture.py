@@ -82,3 +82,15 @@ def test_the_default_summary_is_the_goal_and_the_last_exchanges_deterministic_an
 def test_capture_is_on_by_default_and_off_by_its_variable() -> None:
     assert Settings().history_capture
     assert not Settings.from_env({"A2A_HISTORY_CAPTURE": "false"}).history_capture
+
+
+def test_json_answers_are_redacted_per_string_and_keys_that_hold_secrets_too() -> None:
+    redactor = Redactor()
+    key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----"
+    text = answer_text({"pem": key, "note": "fine", "nested": [{"to": "jane@example.com"}]}, None, redactor)
+    assert "MIIEow" not in text and "jane@example.com" not in text  # redacted as strings, before escaping
+    assert '"note":"fine"' in text
+    secret_key = "sk-proj-abcdefghijklmnop1234"
+    assert secret_key not in answer_text({secret_key: 1, "n": 2}, None, redactor)  # a secret as a key
+    assert answer_text({"text": "x" * 64, "n": 1}, None, redactor) == '{"text":"' + "x" * 64 + '","n":1}'
+    assert answer_text({"secret": {"a": "b"}}, None, redactor) == '{"secret":"[SECRET]"}'
