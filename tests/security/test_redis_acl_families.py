@@ -277,3 +277,28 @@ async def test_the_console_serves_sessions_as_its_own_user(deployed: AclServer, 
                     await anyio.sleep(0.1)
         assert received == ["about: the API"]
         tg.cancel_scope.cancel()
+
+
+async def test_an_agent_captures_its_calls_history_as_its_own_user(
+    deployed: AclServer, nats_url: str
+) -> None:
+    """The batch write and the summaries run as the library's functions, which Redis checks
+    against the calling agent's rights on every command and key they touch."""
+    received: list[str] = []
+    _, remote = session_agents(received)
+    async with serving(deployed, nats_url, remote), Runtime(as_user(deployed, nats_url, "client")) as rt:
+        await rt.wait_for_agents(["remote"])
+        for text in ("plan the release", "then ship it"):
+            await rt.call("remote", "run", {"text": text}, conversation_id="acl-conv", user_id="bob")
+        async with connected(deployed, "admin") as admin:
+
+            async def written() -> bool:
+                return await admin.llen(f"{P}conv:acl-conv:messages") == 4 and bool(
+                    await admin.hget(f"{P}conv:acl-conv:meta", "summary")
+                )
+
+            with anyio.fail_after(10):
+                while not await written():
+                    await anyio.sleep(0.05)
+            summary = (await admin.hget(f"{P}conv:acl-conv:meta", "summary")).decode()
+            assert "plan the release" in summary and "then ship it" in summary
