@@ -38,7 +38,7 @@ from .base import Subscription
 from .durable import Delivery, DurableStore, Notice, checked_key
 from .errors import MessageTooLarge, TransportError
 from .jetstream_config import StoreConfig
-from .jetstream_publish import LAST_SUBJECT_SEQ, WRONG_LAST, Refused, jetstream_errors, stored_publish
+from .jetstream_publish import LAST_SUBJECT_SEQ, WRONG_LAST, Refused, StoredPublisher, jetstream_errors
 
 __all__ = ["JetStreamDurable", "StoreConfig", "jetstream_errors"]
 
@@ -86,6 +86,7 @@ class JetStreamDurable(DurableStore):
         self.ttl_supported = True
         """The stream keeps per-message TTLs (the server is 2.11 or later)."""
         self._js: JetStreamContext = transport.nc.jetstream(timeout=5.0)
+        self._stored = StoredPublisher(transport.nc)
         self._kv: KeyValue | None = None
         self._pulls: dict[tuple[str, str], tuple[JetStreamContext.PullSubscription, float]] = {}
         self._families: dict[str, Subscription] = {}
@@ -111,6 +112,7 @@ class JetStreamDurable(DurableStore):
         """
         c = self.config
         with jetstream_errors("opening the task stream"):
+            await self._stored.start()
             try:
                 info = await self._js.stream_info(c.stream)
                 self.ttl_supported = bool(info.config.allow_msg_ttl)
@@ -148,7 +150,7 @@ class JetStreamDurable(DurableStore):
         if ttl is not None and self.ttl_supported:
             headers["Nats-TTL"] = f"{max(1, math.ceil(ttl))}s"
         with jetstream_errors("storing a task"):
-            ack = await stored_publish(self.transport.nc, subject, data, headers)
+            ack = await self._stored.publish(subject, data, headers)
         return 0 if ack.duplicate else ack.seq
 
     async def take(self, consumer: str, subject: str, *, max_items: int, timeout: float) -> list[Delivery]:
@@ -194,9 +196,7 @@ class JetStreamDurable(DurableStore):
         checked_key(key)
         with jetstream_errors("writing a task's record"):
             try:
-                await stored_publish(
-                    self.transport.nc, f"$KV.{self.config.bucket}.{key}", value, {LAST_SUBJECT_SEQ: "0"}
-                )
+                await self._stored.publish(f"$KV.{self.config.bucket}.{key}", value, {LAST_SUBJECT_SEQ: "0"})
             except Refused as exc:
                 if exc.err_code not in WRONG_LAST:
                     raise
@@ -342,6 +342,7 @@ class JetStreamDurable(DurableStore):
                     notice.fire(key, value)
 
     async def aclose(self) -> None:
+        await self._stored.stop()
         for sub in self._families.values():
             with suppress(TransportError):
                 await sub.unsubscribe()
