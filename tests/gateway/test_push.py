@@ -3,6 +3,7 @@ HTTP receiver that is down for a while, or outlives a gateway restart."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -183,19 +184,26 @@ async def test_private_urls_are_allowed_when_configured(settings: Settings) -> N
         assert multicast["error"]["code"] == -32602
 
 
-async def test_a_receiver_down_for_seconds_gets_every_event_once(
+async def test_a_receiver_down_for_30_seconds_gets_every_event_once_soon_after(
     settings: Settings, receiver: Receiver
 ) -> None:
-    async with runtime_serving(settings, *AGENTS) as runtime, gateway_on(runtime, config=LOOPBACK) as gw:
-        config = {"taskPushNotificationConfig": push_config(receiver.url, token="tok-1")}
-        task = await gw.send(message(text="to push"), agent="echo", configuration=config)
+    # The default back-off (1 s doubling), capped at 4 s instead of 60 s: about ten failed
+    # attempts while the receiver is down, and the next one at most 4 s after it is back.
+    config = dataclasses.replace(LOOPBACK, push_backoff=1.0, push_backoff_max=4.0)
+    async with runtime_serving(settings, *AGENTS) as runtime, gateway_on(runtime, config=config) as gw:
+        push = {"taskPushNotificationConfig": push_config(receiver.url, token="tok-1")}
+        task = await gw.send(message(text="to push"), agent="echo", configuration=push)
         task_id = task["id"]
         assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-        await anyio.sleep(6)  # the receiver is down: every attempt fails
+        await anyio.sleep(30)  # the receiver is down: every attempt fails
         assert not receiver.got
         async with receiver.up():
+            back = anyio.current_time()
             events = await receiver.wait_final(task_id)
+            waited = anyio.current_time() - back
         check_delivered(receiver, events, task_id)
+        # The cap, the sender's 1 s look at the queue, and wait_final's 0.5 s for stragglers.
+        assert waited < config.push_backoff_max + 2.5, waited
 
 
 async def test_deliveries_survive_a_gateway_restart(settings: Settings, receiver: Receiver) -> None:

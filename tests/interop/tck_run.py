@@ -18,13 +18,19 @@ plugin ``tests/interop/tck/tck_a2a_version.py`` so that every request says
 counts loopback IP addresses in a card as leaked internal URLs). It prints each
 category's counts and failing tests, and with ``--json FILE`` writes them there.
 
-    python tests/interop/tck_run.py --tck ../a2a-tck [--target gateway|sdk|both]
+The gateway resolves a push URL's host when a configuration is created, and the TCK's
+configurations name ``https://example.com/webhook``: on a machine without DNS,
+``--resolve example.com=192.0.2.1`` has the gateway's push-URL guard take that address for
+that host (other hosts are resolved as usual).
+
+    python tests/interop/tck_run.py --tck ../a2a-tck [--target gateway|sdk|both] [--resolve HOST=IP]
 """
 
 from __future__ import annotations
 
 import argparse
 import fcntl
+import ipaddress
 import json
 import os
 import subprocess
@@ -43,7 +49,7 @@ if str(REPO) not in sys.path:
 from a2a import Runtime, Settings  # noqa: E402
 from a2a.dev.sdk_env import ensure_sdk_python  # noqa: E402
 from a2a.dev.servers import NatsServer, RedisServer, free_port  # noqa: E402
-from a2a.gateway import Authenticator, GatewayConfig, serve_gateway  # noqa: E402
+from a2a.gateway import Authenticator, GatewayConfig, push_guard, serve_gateway  # noqa: E402
 from tests.gateway import agents  # noqa: E402
 from tests.interop.conftest import ECHO_SERVER, start_sdk_server, stop_sdk_server  # noqa: E402
 
@@ -110,8 +116,23 @@ async def _gateway_run(settings: Settings, run: Callable[[str], dict[str, Any]])
     return result
 
 
-def run_gateway(python: Path, tck: Path, categories: list[str]) -> dict[str, Any]:
-    """The TCK against a gateway origin over real nats-server and Redis."""
+def resolve_as(names: dict[str, str]) -> None:
+    """Have the gateway's push-URL guard (in this process) take the address ``names`` gives
+    for a host it lists, and resolve any other host as before."""
+    resolve = push_guard._resolve
+    fixed = {host: [ipaddress.ip_address(address)] for host, address in names.items()}
+
+    async def resolve_fixed(host: str, port: int) -> list[push_guard.Address]:
+        return fixed[host] if host in fixed else await resolve(host, port)
+
+    push_guard._resolve = resolve_fixed
+
+
+def run_gateway(python: Path, tck: Path, categories: list[str], names: dict[str, str]) -> dict[str, Any]:
+    """The TCK against a gateway origin over real nats-server and Redis; its push-URL guard
+    takes ``names``' addresses for their hosts."""
+    if names:
+        resolve_as(names)
     with NatsServer() as nats, RedisServer() as redis:
         settings = Settings(nats_url=nats.url, redis_url=redis.url, namespace="tck")
         return anyio.run(_gateway_run, settings, lambda url: run_categories(python, tck, url, categories))
@@ -144,7 +165,22 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--categories", default="mandatory,capabilities", help="comma-separated")
     p.add_argument("--venv", type=Path, default=REPO / ".tck-venv", help="the TCK's venv")
     p.add_argument("--json", type=Path, help="write the results here too")
+    p.add_argument(
+        "--resolve",
+        action="append",
+        default=[],
+        metavar="HOST=IP",
+        help="the gateway takes IP for push URLs naming HOST (for example.com without DNS); repeatable",
+    )
     args = p.parse_args(argv)
+    names: dict[str, str] = {}
+    for item in args.resolve:
+        host, _, address = item.partition("=")
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            p.error(f"--resolve takes HOST=IP, not {item!r}")
+        names[host] = address
     categories = [c for c in args.categories.split(",") if c]
     if not set(categories) <= set(CATEGORIES) or not categories:
         p.error(f"--categories takes {', '.join(CATEGORIES)}")
@@ -154,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     tck = args.tck.resolve()
     results: Results = {}
     if args.target in ("gateway", "both"):
-        results["gateway"] = run_gateway(python, tck, categories)
+        results["gateway"] = run_gateway(python, tck, categories, names)
     if args.target in ("sdk", "both"):
         results["a2a-sdk"] = run_sdk(python, tck, categories)
     print(report(results))
