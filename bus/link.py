@@ -82,13 +82,13 @@ class Link:
 
     # -- sending ---------------------------------------------------------------------------
 
-    def encode(self, envelope: Envelope) -> bytes:
-        """Encode, refusing what the server would refuse.
+    def encode(self, envelope: Envelope, *, compact: bool = False) -> bytes:
+        """Encode (a request in the compact form with ``compact``), refusing what the server would refuse.
 
         Raises:
             PayloadTooLarge: the encoded envelope exceeds :attr:`max_payload`.
         """
-        data = codec.encode_envelope(envelope)
+        data = codec.encode_compact(envelope) if compact else codec.encode_envelope(envelope)  # type: ignore[arg-type]
         if len(data) > self.max_payload:
             raise _too_large(len(data), self.max_payload)
         return data
