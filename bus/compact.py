@@ -51,6 +51,8 @@ __all__ = [
     "METADATA_KEYS",
     "PAYLOAD_KEYS",
     "REPLY_KEYS",
+    "CompactEnvelope",
+    "CompactReply",
     "decode_compact",
     "decode_reply",
     "encode_compact",
@@ -170,7 +172,7 @@ _metadata_to_compact = _copier(Metadata, _CMetadata)
 _metadata_from_compact = _copier(Metadata, Metadata)
 
 
-class _Reply(msgspec.Struct, rename=REPLY_KEYS, omit_defaults=True, kw_only=True, tag_field="t"):
+class _CompactReply(msgspec.Struct, rename=REPLY_KEYS, omit_defaults=True, kw_only=True, tag_field="t"):
     message_id: NonEmpty
     in_reply_to: NonEmpty
     timestamp: int
@@ -182,17 +184,22 @@ class _Reply(msgspec.Struct, rename=REPLY_KEYS, omit_defaults=True, kw_only=True
     usage: TokenUsage | None = None
 
 
-class _Response(_Reply, tag="r"):
-    pass
+class CompactResponse(_CompactReply, tag="r"):
+    """A response to a compact request."""
 
 
-class _Error(_Reply, tag="e"):
-    pass
+class CompactError(_CompactReply, tag="e"):
+    """An error answering a compact request."""
 
+
+CompactEnvelope: Any = _CRequest | _CNotification
+"""A request or notification in the compact form (for its JSON Schema)."""
+CompactReply: Any = CompactResponse | CompactError
+"""A reply to a compact request (for its JSON Schema)."""
 
 _encode = msgspec.json.Encoder().encode
-_decode_envelope = msgspec.json.Decoder(_CRequest | _CNotification).decode
-_decode_reply = msgspec.json.Decoder(_Response | _Error).decode
+_decode_envelope = msgspec.json.Decoder(CompactEnvelope).decode
+_decode_reply = msgspec.json.Decoder(CompactReply).decode
 _MARK = b'{"t":'
 
 
@@ -254,7 +261,7 @@ def encode_reply(reply: ResponseEnvelope | ErrorEnvelope, request: RequestEnvelo
     ):
         return None
     source = None if reply.source_agent_id == target else reply.source_agent_id
-    kind = _Response if type(reply) is ResponseEnvelope else _Error
+    kind = CompactResponse if type(reply) is ResponseEnvelope else CompactError
     return _encode(
         kind(
             message_id=reply.message_id,
@@ -282,7 +289,7 @@ def decode_reply(data: bytes, request: RequestEnvelope) -> ResponseEnvelope | Er
         if not isinstance(target, str):
             raise msgspec.ValidationError("Object missing required field `s`")
         source = target
-    kind = ResponseEnvelope if type(c) is _Response else ErrorEnvelope
+    kind = ResponseEnvelope if type(c) is CompactResponse else ErrorEnvelope
     return kind(
         message_id=c.message_id,
         source_agent_id=source,
