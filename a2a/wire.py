@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from bus.audit import AuditRecord as AuditRecord
+from bus.audit import CompactAuditRecord
 from bus.compact import CompactEnvelope, CompactReply
 from bus.handoff import Artifact as Artifact
 from bus.handoff import ChatMessage as ChatMessage
@@ -82,6 +83,10 @@ WIRE_TYPES: dict[str, tuple[Any, str]] = {
         "A2A envelope in the compact form of protocol 1.4 (request or notification)",
     ),
     "reply-compact.schema.json": (CompactReply, "Reply to a request in the compact form (protocol 1.4)"),
+    "audit-record-compact.schema.json": (
+        CompactAuditRecord,
+        "Audit record of one A2A exchange, in the compact form of protocol 1.4",
+    ),
 }
 
 

@@ -48,7 +48,7 @@ from .protocol import (
 from .rejects import Rejects
 from .subjects import instance_agent, is_name
 from .tasks import TaskSet
-from .wire import COMPACT_VERSION, PROTOCOL_VERSION, ErrorEnvelope, RequestEnvelope, ResponseEnvelope
+from .wire import COMPACT_VERSION, ErrorEnvelope, RequestEnvelope, ResponseEnvelope
 
 __all__ = ["Caller", "CallerStats", "Verdict"]
 
@@ -83,7 +83,6 @@ class Caller:
 
     def __init__(self, link: Link, reply_prefix: str, withdraw_local: Callable[[str], None]) -> None:
         self.link = link
-        self.peer_protocol = PROTOCOL_VERSION  # the oldest any callee reads; 1.4: requests go compact
         self.reply_prefix = reply_prefix
         self.pending = PendingCalls()
         self.stats = CallerStats()
@@ -135,7 +134,7 @@ class Caller:
         meta = envelope.metadata
         if meta.hop_count > meta.max_hops:
             check_hops(meta)
-        data = self.link.encode(envelope, compact=self.peer_protocol == COMPACT_VERSION)
+        data = self.link.encode(envelope, compact=self.link.peer_protocol == COMPACT_VERSION)
         request_id = meta.key
         loop = self._loop
         assert loop is not None, "Caller.start() was not called"

@@ -53,6 +53,7 @@ __all__ = [
     "REPLY_KEYS",
     "CompactEnvelope",
     "CompactReply",
+    "copier",
     "decode_compact",
     "decode_reply",
     "encode_compact",
@@ -147,7 +148,7 @@ _CNotification = _mirror(
 )
 
 
-def _copier(full: type[msgspec.Struct], target: Any) -> Callable[[Any], Any]:
+def copier(full: type[msgspec.Struct], target: Any) -> Callable[[Any], Any]:
     """A function that builds ``target`` from the fields of ``full`` of the Struct it is
     given: one keyword call of plain attribute reads (generated once from the field names),
     which costs half what a dict of ``getattr`` calls or ``msgspec.structs.asdict`` does."""
@@ -159,17 +160,17 @@ def _copier(full: type[msgspec.Struct], target: Any) -> Callable[[Any], Any]:
 
 
 _TO_COMPACT = {
-    RequestEnvelope: _copier(RequestEnvelope, _CRequest),
-    NotificationEnvelope: _copier(NotificationEnvelope, _CNotification),
+    RequestEnvelope: copier(RequestEnvelope, _CRequest),
+    NotificationEnvelope: copier(NotificationEnvelope, _CNotification),
 }
 _FROM_COMPACT = {
-    _CRequest: _copier(RequestEnvelope, RequestEnvelope),
-    _CNotification: _copier(NotificationEnvelope, NotificationEnvelope),
+    _CRequest: copier(RequestEnvelope, RequestEnvelope),
+    _CNotification: copier(NotificationEnvelope, NotificationEnvelope),
 }
-_payload_to_compact = _copier(Payload, _CPayload)
-_payload_from_compact = _copier(Payload, Payload)
-_metadata_to_compact = _copier(Metadata, _CMetadata)
-_metadata_from_compact = _copier(Metadata, Metadata)
+_payload_to_compact = copier(Payload, _CPayload)
+_payload_from_compact = copier(Payload, Payload)
+_metadata_to_compact = copier(Metadata, _CMetadata)
+_metadata_from_compact = copier(Metadata, Metadata)
 
 
 class _CompactReply(msgspec.Struct, rename=REPLY_KEYS, omit_defaults=True, kw_only=True, tag_field="t"):

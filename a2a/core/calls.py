@@ -91,7 +91,7 @@ class CallPath:
         # Proven senders: calls from outside any agent name the identity this runtime connected as.
         self.client = bus.subjects.sender if settings.proven else settings.client_name
         self._caller = bus.caller
-        bus.caller.peer_protocol = settings.peer_protocol  # 1.4: requests travel in the compact form
+        bus.link.peer_protocol = settings.peer_protocol  # 1.4: requests and audit records go compact
         self._subjects = bus.subjects
         self._objectives = Objectives(settings.objective_window)
         self._redaction = ParamRedaction(services, settings.redact_params)

@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 from a2a import Agent, AgentCapability, Context, Runtime, Settings, by_capability
+from a2a.stores.audit import AuditFilter, read_audit
 from transports import NatsTransport
 
 pytestmark = pytest.mark.anyio
@@ -62,3 +63,31 @@ async def test_one_callee_serves_both_forms_over_nats(settings: Settings) -> Non
         line.partition(b" ")[2] if b"\n" in data else line for data in replies for line in data.split(b"\n")
     ]
     assert sum(line.startswith(b'{"t":"r"') for line in lines) == 66
+
+
+async def test_compact_audit_records_are_kept_and_read_back_beside_full_ones(settings: Settings) -> None:
+    older = Agent("older")
+
+    @older.action("run")
+    async def _older(ctx: Context, params: dict[str, Any]) -> Any:
+        return params
+
+    compact = msgspec.structs.replace(settings, peer_protocol="1.4")
+    async with Runtime(compact) as new, Runtime(settings) as old:
+        await new.serve(echo)  # writes compact records
+        await old.serve(older)  # writes full ones
+        await new.wait_for_agents(["echo", "older"], timeout=10)
+        await new.call("echo", "run", {}, conversation_id="both-forms")
+        await new.call("older", "run", {}, conversation_id="both-forms")
+        transport = new.bus.transport
+        assert isinstance(transport, NatsTransport)
+        records: list[Any] = []
+        with anyio.fail_after(5):  # records travel in batches
+            while len(records) < 2:
+                await anyio.sleep(0.1)
+                match = AuditFilter(conversation_id="both-forms")
+                records = await read_audit(transport, settings.namespace, match)
+    assert sorted((r.origin, r.target, r.outcome, r.side) for r in records) == [
+        ("client", "echo", "ok", "callee"),
+        ("client", "older", "ok", "callee"),
+    ]
