@@ -4,7 +4,8 @@ that leave out what the request they answer already says.
 A request or notification in the compact form is the full envelope with every key
 shortened (:data:`ENVELOPE_KEYS`, :data:`PAYLOAD_KEYS`, :data:`METADATA_KEYS`) and three
 more defaults: ``v`` (protocolVersion) is ``1.4``, ``m.br`` (batchReplies) is true, and
-``m.dl`` (deadline) is ``ts + ttl`` (``null`` when there is none although there is a ttl).
+``m.dl`` (deadline) is ``ts + ttl`` (written when it is anything else: ``null`` for none
+although there is a ttl).
 The tag is ``t``: ``q`` (request) or ``n`` (notification)::
 
     {"t":"q","i":"…","s":"client","d":"echo","c":"…","p":{"a":"run","in":{"text":"…"}},
@@ -18,7 +19,7 @@ and request ids, user, action, hop count and limits), and the caller, which hold
 request, puts it back (:func:`decode_reply`); a reply that differs from its request in any
 of those travels in the full form instead, so nothing is lost either way::
 
-    {"t":"r","i":"…","ts":1732252800001,"out":{"text":"…"},"re":"…"}
+    {"t":"r","i":"…","re":"…","ts":1732252800001,"out":{"text":"…"}}
 
 Envelopes decode into the usual types (``bus.wire``): the rest of the runtime never sees
 which form a message came in, except in its ``protocolVersion``.
