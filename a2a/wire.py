@@ -13,6 +13,8 @@ from typing import Any
 import msgspec
 
 from bus.audit import AuditRecord as AuditRecord
+from bus.audit import CompactAuditRecord
+from bus.compact import CompactEnvelope, CompactReply
 from bus.handoff import Artifact as Artifact
 from bus.handoff import ChatMessage as ChatMessage
 from bus.handoff import ContextFilter as ContextFilter
@@ -76,6 +78,15 @@ WIRE_TYPES: dict[str, tuple[Any, str]] = {
     ),
     "audit-record.schema.json": (AuditRecord, "Audit record of one A2A exchange"),
     "cancel-notice.schema.json": (CancelNotice, "Notice that calls were withdrawn by their caller"),
+    "envelope-compact.schema.json": (
+        CompactEnvelope,
+        "A2A envelope in the compact form of protocol 1.4 (request or notification)",
+    ),
+    "reply-compact.schema.json": (CompactReply, "Reply to a request in the compact form (protocol 1.4)"),
+    "audit-record-compact.schema.json": (
+        CompactAuditRecord,
+        "Audit record of one A2A exchange, in the compact form of protocol 1.4",
+    ),
 }
 
 

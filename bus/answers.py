@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .errors import A2AError
+from .codec import encode_envelope, encode_reply
+from .errors import A2AError, PayloadTooLarge
 from .ids import serial_id
 from .wire import (
+    COMPACT_VERSION,
     PROTOCOL_VERSION,
     Envelope,
     ErrorEnvelope,
@@ -18,14 +20,13 @@ from .wire import (
     TokenUsage,
 )
 
-__all__ = ["error_to", "response_to"]
+__all__ = ["encode_answer", "error_to", "response_to"]
 
 
 def response_to(
     request: RequestEnvelope, agent: str, result: Any, usage: TokenUsage | None
 ) -> ResponseEnvelope:
     """``agent``'s response carrying ``result`` (its metadata follows the request's)."""
-    meta = request.metadata
     response = ResponseEnvelope(
         message_id=serial_id(),
         source_agent_id=agent,
@@ -34,16 +35,7 @@ def response_to(
         in_reply_to=request.message_id,
         protocol_version=PROTOCOL_VERSION,
         payload=Payload(action=request.payload.action, result=result),
-        metadata=Metadata(
-            timestamp=int(time.time() * 1000),
-            correlation_id=meta.correlation_id,
-            request_id=meta.request_id,
-            hop_count=meta.hop_count,
-            max_hops=meta.max_hops,
-            depth=meta.depth,
-            max_depth=meta.max_depth,
-            priority=meta.priority,
-        ),
+        metadata=_follow(request.metadata),
     )
     if request.user_id is not None:
         response.user_id = request.user_id
@@ -58,7 +50,6 @@ def error_to(
     """``agent``'s error envelope for ``request`` (None: a message that could not be read,
     answered on ``reply``, whose last token names the call)."""
     named = reply.rsplit(".", 1)[-1]
-    correlation_id = request.metadata.correlation_id if request else named
     return ErrorEnvelope(
         message_id=serial_id(),
         source_agent_id=agent,
@@ -72,10 +63,49 @@ def error_to(
             error=error.to_info(),
             usage=usage,
         ),
-        metadata=Metadata(
-            timestamp=int(time.time() * 1000),
-            correlation_id=correlation_id or "unknown",
-            request_id=request.metadata.request_id if request else named or None,
-            hop_count=request.metadata.hop_count if request else 0,
-        ),
+        metadata=_follow(request.metadata) if request else _unread(named),
     )
+
+
+def _unread(named: str) -> Metadata:
+    """The metadata of an error to a message that could not be read: the call its reply subject names."""
+    return Metadata(
+        timestamp=int(time.time() * 1000), correlation_id=named or "unknown", request_id=named or None
+    )
+
+
+def _follow(meta: Metadata) -> Metadata:
+    """A reply's metadata: the request's ids, hop count and limits, and the time now."""
+    return Metadata(
+        timestamp=int(time.time() * 1000),
+        correlation_id=meta.correlation_id,
+        request_id=meta.request_id,
+        hop_count=meta.hop_count,
+        max_hops=meta.max_hops,
+        depth=meta.depth,
+        max_depth=meta.max_depth,
+        priority=meta.priority,
+    )
+
+
+def encode_answer(
+    reply: ResponseEnvelope | ErrorEnvelope, request: Envelope | None, limit: int | None = None
+) -> bytes:
+    """``reply`` in the form its request came in: compact to a compact (1.4) request when
+    nothing in it differs from the request (``bus.compact``), else the full form.
+
+    Raises:
+        PayloadTooLarge: the encoded reply exceeds ``limit`` bytes.
+        TypeError, msgspec.EncodeError...: a result JSON cannot hold (``codec.ENCODE_ERRORS``).
+    """
+    data = None
+    if type(request) is RequestEnvelope and request.protocol_version == COMPACT_VERSION:
+        data = encode_reply(reply, request)
+    if data is None:
+        data = encode_envelope(reply)
+    if limit is not None and len(data) > limit:
+        raise PayloadTooLarge(
+            f"envelope of {len(data)} bytes exceeds the {limit}-byte message limit",
+            details={"size": len(data), "limit": limit},
+        )
+    return data

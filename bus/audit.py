@@ -1,17 +1,30 @@
 """The audit record of one exchange, as published on ``a2a.<ns>.audit.<agent>``.
 
 A wire object (its JSON Schema is ``schemas/audit-record.schema.json``); the runtime
-writes and reads these records in ``a2a.stores.audit``.
+writes and reads these records in ``a2a.stores.audit``. A runtime whose peers all read
+protocol 1.4 writes them in a compact form (``schemas/audit-record-compact.schema.json``):
+the same fields with the short keys of :data:`AUDIT_KEYS`, ``side`` ``callee`` and
+``outcome`` ``ok`` left out. Readers take both (:func:`decode_audit_line`).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
+import msgspec
+
+from .compact import copier
 from .errors import Outcome
 from .wire import Wire
 
-__all__ = ["AuditRecord", "Side"]
+__all__ = [
+    "AUDIT_KEYS",
+    "AuditRecord",
+    "CompactAuditRecord",
+    "Side",
+    "decode_audit_line",
+    "encode_audit_lines",
+]
 
 Side = Literal["caller", "callee"]
 
@@ -53,3 +66,76 @@ class AuditRecord(Wire, gc=False):
     tools: list[str] = []
     """The tools the handler was authorized to use and used (``ctx.authorize_tool``), in
     first-use order, on the callee's record."""
+
+
+AUDIT_KEYS = {
+    "request_id": "ri",
+    "conversation_id": "c",
+    "origin": "o",
+    "target": "d",
+    "action": "a",
+    "outcome": "x",
+    "side": "sd",
+    "started_at": "ts",
+    "duration_ms": "ms",
+    "hop": "h",
+    "depth": "dp",
+    "instance": "in",
+    "user_id": "u",
+    "parent_id": "pi",
+    "correlation_id": "ci",
+    "objective": "ob",
+    "routed_by": "rb",
+    "error_code": "ec",
+    "error_message": "em",
+    "error_agent": "ea",
+    "tokens": "tk",
+    "tools": "tl",
+}
+"""The compact form's key of each field (``requestId`` first, as the full form's)."""
+
+
+def _compact_fields() -> list[tuple[str, Any, Any] | tuple[str, Any]]:
+    defaults: dict[str, Any] = {"side": "callee", "outcome": "ok"}
+    fields = msgspec.structs.fields(AuditRecord)
+    if {f.name for f in fields} != set(AUDIT_KEYS):
+        raise TypeError("AUDIT_KEYS do not match the fields of AuditRecord")
+    spec: list[tuple[str, Any, Any] | tuple[str, Any]] = []
+    for f in fields:
+        default = defaults.get(f.name, f.default)
+        if f.default_factory is not msgspec.NODEFAULT:
+            default = f.default_factory()
+        spec.append((f.name, f.type) if default is msgspec.NODEFAULT else (f.name, f.type, default))
+    return spec
+
+
+CompactAuditRecord: Any = msgspec.defstruct(
+    "CompactAuditRecord", _compact_fields(), rename=AUDIT_KEYS, omit_defaults=True, kw_only=True, gc=False
+)
+"""An audit record in the compact form (for its JSON Schema)."""
+
+_to_compact = copier(AuditRecord, CompactAuditRecord)
+_from_compact = copier(AuditRecord, AuditRecord)
+_encode_lines = msgspec.json.Encoder().encode_lines
+_decode = msgspec.json.Decoder(AuditRecord).decode
+_decode_compact = msgspec.json.Decoder(CompactAuditRecord).decode
+_MARK = b'{"ri":'
+
+
+def encode_audit_lines(records: list[AuditRecord]) -> bytes:
+    """Records in the compact form, one JSON object a line."""
+    data: bytes = _encode_lines([_to_compact(r) for r in records])
+    return data
+
+
+def decode_audit_line(line: bytes) -> AuditRecord:
+    """One record in either form.
+
+    Raises:
+        msgspec.MsgspecError, UnicodeDecodeError, RecursionError, ValueError: not a record.
+    """
+    if line.lstrip().startswith(_MARK):
+        record: AuditRecord = _from_compact(_decode_compact(line))
+        return record
+    full: AuditRecord = _decode(line)
+    return full

@@ -24,8 +24,8 @@ import anyio
 from transports import Message
 
 from ._received import Received
-from .answers import error_to, response_to
-from .codec import ENCODE_ERRORS, encode_envelope
+from .answers import encode_answer, error_to, response_to
+from .codec import ENCODE_ERRORS
 from .errors import A2AError, AgentError, Cancelled, PayloadTooLarge
 from .held import Held
 from .link import Link
@@ -315,7 +315,7 @@ class Endpoint:
         response = response_to(request, self.agent, result, usage)
         error: A2AError
         try:
-            data = encode_envelope(response)
+            data = encode_answer(response, request)
         except ENCODE_ERRORS as exc:
             error = AgentError(f"result of {request.payload.action!r} is not JSON-serialisable: {exc}")
         else:
@@ -342,14 +342,14 @@ class Endpoint:
         envelope = error_to(request, self.agent, reply, error, usage)
         batch = request is not None and request.metadata.batch_replies
         try:
-            data = self.link.encode(envelope)
+            data = encode_answer(envelope, request, self.link.max_payload)
         except (A2AError, *ENCODE_ERRORS):
             # Details or a message too large (or odd) to travel: the code alone still does.
             envelope.payload.error = ErrorInfo(
                 code=error.code, message=error.message[:1000], agent=error.agent, hop=error.hop
             )
             envelope.payload.usage = usage
-            data = self.link.encode(envelope)
+            data = encode_answer(envelope, request, self.link.max_payload)
         await self._send(reply, data, batch)
 
     async def _send(self, reply: str, data: bytes, batch: bool) -> None:

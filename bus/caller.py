@@ -48,7 +48,7 @@ from .protocol import (
 from .rejects import Rejects
 from .subjects import instance_agent, is_name
 from .tasks import TaskSet
-from .wire import ErrorEnvelope, RequestEnvelope, ResponseEnvelope
+from .wire import COMPACT_VERSION, ErrorEnvelope, RequestEnvelope, ResponseEnvelope
 
 __all__ = ["Caller", "CallerStats", "Verdict"]
 
@@ -134,7 +134,7 @@ class Caller:
         meta = envelope.metadata
         if meta.hop_count > meta.max_hops:
             check_hops(meta)
-        data = self.link.encode(envelope)
+        data = self.link.encode(envelope, compact=self.link.peer_protocol == COMPACT_VERSION)
         request_id = meta.key
         loop = self._loop
         assert loop is not None, "Caller.start() was not called"
@@ -173,7 +173,7 @@ class Caller:
 
     def _parse_reply(self, data: bytes, request: RequestEnvelope) -> ResponseEnvelope:
         try:
-            reply = codec.decode_envelope(data)
+            reply = codec.decode_answer(data, request)
         except InvalidEnvelope as exc:
             self.stats.invalid_replies += 1
             raise exc.located(_target_of(request), request.metadata.hop_count) from None

@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import msgspec
 
+from .compact import decode_compact, decode_reply, full_path, is_compact
+from .compact import encode_compact as encode_compact
+from .compact import encode_reply as encode_reply
 from .errors import InvalidEnvelope, UnsupportedVersion
-from .wire import SUPPORTED_VERSIONS, Envelope
+from .wire import SUPPORTED_VERSIONS, Envelope, RequestEnvelope
 
-__all__ = ["ENCODE_ERRORS", "bad_field", "decode_envelope", "encode_envelope", "ensure_supported_version"]
+__all__ = [
+    "ENCODE_ERRORS",
+    "bad_field",
+    "decode_answer",
+    "decode_envelope",
+    "encode_compact",
+    "encode_envelope",
+    "encode_reply",
+    "ensure_supported_version",
+]
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(Envelope)
@@ -29,16 +42,45 @@ ENCODE_ERRORS = (TypeError, ValueError, RecursionError, msgspec.EncodeError)
 
 
 def decode_envelope(data: bytes) -> Envelope:
-    """Decode and validate one envelope.
+    """Decode and validate one envelope, in the full form or the compact one (``bus.compact``).
 
     Raises:
         InvalidEnvelope: malformed JSON or a field of the wrong type or value;
-            ``details['field']`` is the dotted path of the first bad field.
+            ``details['field']`` is the dotted path of the first bad field (in the full
+            form's names, whichever form the envelope came in).
     """
+    if is_compact(data):
+        return _read(decode_compact, data, compact=True)
     try:
-        return _decoder.decode(data)  # type: ignore[no-any-return]
+        return _read(_decoder.decode, data)
+    except InvalidEnvelope as exc:
+        # The compact form from a writer that put its tag elsewhere than first.
+        if exc.details.get("field") == "type" and b'"t"' in data:
+            try:
+                return _read(decode_compact, data, compact=True)
+            except InvalidEnvelope:
+                pass
+        raise
+
+
+def decode_answer(data: bytes, request: RequestEnvelope) -> Envelope:
+    """Decode a reply to ``request``: a compact reply is completed with what the request says.
+
+    Raises:
+        InvalidEnvelope: as :func:`decode_envelope`.
+    """
+    if is_compact(data):
+        return _read(lambda raw: decode_reply(raw, request), data, compact=True)
+    return decode_envelope(data)
+
+
+def _read(decode: Callable[[bytes], Envelope], data: bytes, *, compact: bool = False) -> Envelope:
+    try:
+        return decode(data)
     except msgspec.ValidationError as exc:
         field = bad_field(str(exc))
+        if compact:
+            field = full_path(field)
         raise InvalidEnvelope(f"invalid envelope: {exc}", details={"field": field}) from None
     except msgspec.DecodeError as exc:
         raise InvalidEnvelope(f"malformed envelope: {exc}", details={"field": "$"}) from None

@@ -30,7 +30,7 @@ from .errors import A2AError, PayloadTooLarge, Unavailable
 from .protocol import REPLIES_HEADER
 from .subjects import Subjects
 from .tasks import TaskSet
-from .wire import Envelope
+from .wire import PROTOCOL_VERSION, Envelope
 
 __all__ = ["Link"]
 
@@ -55,6 +55,9 @@ class Link:
         """Set while the flush task waits for a turn with replies to batch."""
         self.replies_lost = 0
         """Batched replies the transport refused (each logged)."""
+        self.peer_protocol = PROTOCOL_VERSION
+        """The oldest protocol version the runtimes reached read: at 1.4 (``bus.compact``)
+        requests and audit records travel in the compact form."""
 
     def _limit(self) -> int:
         limit = self.transport.max_payload
@@ -82,13 +85,13 @@ class Link:
 
     # -- sending ---------------------------------------------------------------------------
 
-    def encode(self, envelope: Envelope) -> bytes:
-        """Encode, refusing what the server would refuse.
+    def encode(self, envelope: Envelope, *, compact: bool = False) -> bytes:
+        """Encode (a request in the compact form with ``compact``), refusing what the server would refuse.
 
         Raises:
             PayloadTooLarge: the encoded envelope exceeds :attr:`max_payload`.
         """
-        data = codec.encode_envelope(envelope)
+        data = codec.encode_compact(envelope) if compact else codec.encode_envelope(envelope)  # type: ignore[arg-type]
         if len(data) > self.max_payload:
             raise _too_large(len(data), self.max_payload)
         return data

@@ -16,6 +16,7 @@ from ._struct import Wire
 from .handoff import Delegation, Grants
 
 __all__ = [
+    "COMPACT_VERSION",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_HOPS",
     "DEFAULT_TTL_MS",
@@ -39,8 +40,13 @@ __all__ = [
 # budget, parentId, fan-out, grants, delegation, token usage, batchReplies and userGrant; 1.3 added
 # requestId, and correlationId became the id of the whole call tree (before, each hop's own). All
 # additions have defaults, so the seed version (1.0) and every one since decode into the same types.
+# 1.4 is the same envelope in a compact form (short keys, replies that leave out what their request
+# says: ``bus.compact``), sent only to peers known to read it; the full form stays 1.3.
 PROTOCOL_VERSION = "1.3"
-SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "1.1", "1.2", "1.3")
+"""The version of the full (camelCase JSON) form this runtime writes."""
+COMPACT_VERSION = "1.4"
+"""The version of the compact form (``bus.compact``)."""
+SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "1.1", "1.2", "1.3", "1.4")
 
 DEFAULT_MAX_HOPS = 10
 DEFAULT_MAX_DEPTH = 5

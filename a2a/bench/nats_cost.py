@@ -2,8 +2,9 @@
 
 ``python -m a2a.bench.nats_cost`` starts its own nats-server (with monitoring) and Redis,
 hosts an echo agent in one runtime and calls it from another: by name and by capability,
-one call at a time and 64 in flight, with the audit on and off, and an agent taking one
-call at a time (each call flips it busy and back). Each line is one case, per call:
+one call at a time and 64 in flight, with the audit on and off, requests in the full form
+(``wire`` 1.3) and in the compact one (1.4, ``Settings.peer_protocol``), and an agent taking
+one call at a time (each call flips it busy and back). Each line is one case, per call:
 messages and bytes into and out of nats-server, and Redis's CPU, FCALLs and PUBLISHes
 (the heartbeats state changes bring forward; the background heartbeats of the two
 instances are included).
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 import urllib.request
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import redis.asyncio as aioredis
@@ -66,8 +67,13 @@ async def _redis(client: aioredis.Redis) -> dict[str, float]:
     return {"redis_cpu_us": 1e6 * (float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])), **calls}
 
 
-async def _cases(nats_url: str, redis_url: str, monitor: int, audit: bool) -> list[dict[str, Any]]:
-    settings = Settings(nats_url=nats_url, redis_url=redis_url, namespace=f"cost{int(audit)}", audit=audit)
+async def _cases(
+    nats_url: str, redis_url: str, monitor: int, audit: bool, wire: Literal["1.3", "1.4"]
+) -> list[dict[str, Any]]:
+    namespace = f"cost{int(audit)}{wire.replace('.', '')}"
+    settings = Settings(
+        nats_url=nats_url, redis_url=redis_url, namespace=namespace, audit=audit, peer_protocol=wire
+    )
     rows = []
     client = aioredis.Redis.from_url(redis_url, decode_responses=True)
     async with Runtime(settings) as host, Runtime(settings) as caller:
@@ -86,7 +92,13 @@ async def _cases(nats_url: str, redis_url: str, monitor: int, audit: bool) -> li
                 after, redis_after = _varz(monitor), await _redis(client)
                 per_call = {f: round((after[f] - before[f]) / CALLS, 2) for f in FIELDS}
                 per_call |= {f: round((redis_after[f] - redis_before[f]) / CALLS, 2) for f in redis_after}
-                row = {"audit": audit, "route": name, "capacity": capacity, "in_flight": in_flight}
+                row = {
+                    "audit": audit,
+                    "wire": wire,
+                    "route": name,
+                    "capacity": capacity,
+                    "in_flight": in_flight,
+                }
                 rows.append(row | per_call)
     await client.aclose()
     return rows
@@ -97,7 +109,10 @@ def measure() -> list[dict[str, Any]]:
     monitor = free_port()
     with NatsServer(extra_args=["-m", str(monitor)]) as nats, RedisServer() as redis:
         return [
-            row for audit in (True, False) for row in anyio.run(_cases, nats.url, redis.url, monitor, audit)
+            row
+            for audit in (True, False)
+            for wire in ("1.3", "1.4")
+            for row in anyio.run(_cases, nats.url, redis.url, monitor, audit, wire)
         ]
 
 

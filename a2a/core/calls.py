@@ -88,10 +88,10 @@ class CallPath:
         self.settings = settings
         self.view = view
         self.grants = grants
-        # When the server proves who sends, calls from outside any agent name the identity
-        # the runtime connected as (the sender token of their subjects).
+        # Proven senders: calls from outside any agent name the identity this runtime connected as.
         self.client = bus.subjects.sender if settings.proven else settings.client_name
         self._caller = bus.caller
+        bus.link.peer_protocol = settings.peer_protocol  # 1.4: requests and audit records go compact
         self._subjects = bus.subjects
         self._objectives = Objectives(settings.objective_window)
         self._redaction = ParamRedaction(services, settings.redact_params)

@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 
 import msgspec
@@ -65,7 +65,7 @@ ENVIRONMENT: dict[str, str] = {
     "A2A_GRANT_SEED": "grant_seed", "A2A_REQUIRE_GRANTS": "require_grants", "NATS_USER": "nats_user",
     "NATS_PASSWORD": "nats_password", "NATS_TOKEN": "nats_token", "NATS_NKEY_SEED": "nats_nkey_seed",
     "NATS_CREDS": "nats_creds", "NATS_TLS_CA": "nats_tls_ca", "NATS_TLS_CERT": "nats_tls_cert",
-    "NATS_TLS_KEY": "nats_tls_key",
+    "NATS_TLS_KEY": "nats_tls_key", "A2A_PEER_PROTOCOL": "peer_protocol",
 }  # fmt: skip
 
 
@@ -89,6 +89,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     (CYCLE_DETECTED); 0: only an objective still in progress is."""
     max_payload: int | None = None
     """Refuse envelopes above this many bytes (the server's max_payload always applies)."""
+    peer_protocol: Literal["1.3", "1.4"] = "1.3"  # the oldest any runtime called reads; 1.4: compact
     client_name: str = "client"
     """sourceAgentId of calls made from outside any agent (scripts, the CLI)."""
     roster: str | None = None

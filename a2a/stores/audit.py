@@ -17,11 +17,12 @@ import anyio
 import msgspec
 
 from bus.audit import AuditRecord as AuditRecord
+from bus.audit import decode_audit_line, encode_audit_lines
 from bus.errors import A2AError, Outcome, outcome_of
 from bus.link import Link
 from bus.rejects import Rejects
 from bus.subjects import Subjects
-from bus.wire import Envelope
+from bus.wire import COMPACT_VERSION, Envelope
 from transports import NatsTransport, TransportError
 from transports.jetstream import ensure_stream, read_stream
 
@@ -140,7 +141,6 @@ def _failed(record: AuditRecord, error: A2AError) -> None:
 
 
 _encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder(AuditRecord)
 
 
 class AuditLog:
@@ -240,7 +240,8 @@ class AuditLog:
 
     async def _publish(self, subject: str, records: list[AuditRecord]) -> None:
         # One encoder call for the batch; halved when unusually long records overfill it.
-        data = _encoder.encode_lines(records)
+        compact = self.link.peer_protocol == COMPACT_VERSION  # every runtime reading them reads 1.4
+        data = encode_audit_lines(records) if compact else _encoder.encode_lines(records)
         if len(data) > self.batch_bytes and len(records) > 1:
             half = len(records) // 2
             await self._publish(subject, records[:half])
@@ -282,7 +283,7 @@ def decode_records(data: bytes, subject: str | None = None) -> list[AuditRecord]
         if not line.strip():
             continue
         try:
-            record = _decoder.decode(line)
+            record = decode_audit_line(line)
         except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError, ValueError):
             _rejects("malformed", line[:100])
             continue

@@ -1,0 +1,107 @@
+"""Audit records in the compact form of protocol 1.4: every field survives, readers take
+both forms, and a runtime whose peers read 1.4 writes the compact one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+from a2a import Agent, Context
+from a2a.stores.audit import callee_record, decode_records
+from bus.audit import AUDIT_KEYS, AuditRecord, decode_audit_line, encode_audit_lines
+from bus.errors import DeadlineExceeded
+from transports import Message
+
+from .conftest import MakeRuntime
+from .test_compact_envelope import as_compact, echo_request
+
+pytestmark = pytest.mark.anyio
+
+_full = msgspec.json.Encoder().encode_lines
+
+
+def everything() -> AuditRecord:
+    """A record with every field set, none to its default (nor to the compact form's)."""
+    return AuditRecord(
+        request_id="r1",
+        conversation_id="c1",
+        origin="planner",
+        target="reader",
+        action="read",
+        outcome="error",
+        side="caller",
+        started_at=1_795_786_799_428,
+        duration_ms=12.345,
+        hop=3,
+        depth=2,
+        instance="reader-1a2b3c4d",
+        user_id="u-42",
+        parent_id="p1",
+        correlation_id="k1",
+        objective="read it",
+        routed_by="code.read",
+        error_code="AGENT_ERROR",
+        error_message="it broke",
+        error_agent="reader",
+        tokens=42,
+        tools=["grep", "sed"],
+    )
+
+
+def test_every_field_of_a_record_survives_the_compact_form() -> None:
+    record = everything()
+    (line,) = encode_audit_lines([record]).splitlines()
+    assert line.startswith(b'{"ri":') and b"requestId" not in line
+    assert decode_audit_line(line) == record
+    assert set(AUDIT_KEYS) == set(AuditRecord.__struct_fields__)
+    assert len(set(AUDIT_KEYS.values())) == len(AUDIT_KEYS)
+
+
+def test_a_callee_record_of_an_answered_call_leaves_its_side_and_outcome_out() -> None:
+    request = as_compact(echo_request())
+    record = callee_record(request, "echo", "echo-42c5cb5a", 0.000177, None)
+    (line,) = encode_audit_lines([record]).splitlines()
+    assert b'"sd"' not in line and b'"x"' not in line
+    assert decode_audit_line(line) == record
+    full = _full([record]).rstrip(b"\n")
+    assert len(full) >= 255 and len(line) <= 175  # 260 -> 171 bytes for the echo call
+
+
+def test_readers_take_both_forms_in_one_batch_and_still_check_the_author() -> None:
+    answered = callee_record(as_compact(echo_request()), "echo", "echo-1", 0.001, None)
+    late = callee_record(echo_request(), "echo", "echo-1", 0.002, DeadlineExceeded("late"))
+    forged = msgspec.structs.replace(answered, target="bank")
+    data = encode_audit_lines([answered]) + _full([late]) + encode_audit_lines([forged]) + b"not json\n"
+    assert decode_records(data, "a2a.ns.audit.echo") == [answered, late]
+
+
+@pytest.mark.parametrize(("version", "mark"), [("1.3", b'{"requestId":'), ("1.4", b'{"ri":')])
+async def test_a_runtime_writes_the_form_its_peers_read(
+    make_runtime: MakeRuntime, version: str, mark: bytes
+) -> None:
+    echo = Agent("echo")
+
+    @echo.action("run")
+    async def _run(ctx: Context, params: dict[str, Any]) -> Any:
+        return params
+
+    seen: list[bytes] = []
+    got = anyio.Event()
+
+    async def spy(msg: Message) -> None:
+        seen.append(msg.data)
+        got.set()
+
+    server = await make_runtime(echo, audit=True, peer_protocol=version)
+    client = await make_runtime(peer_protocol=version)
+    await client.bus.transport.subscribe(client.bus.subjects.audit("echo"), spy)
+    assert await client.call("echo", "run", {"n": 1}) == {"n": 1}
+    await server.audit.flush()
+    with anyio.fail_after(2):
+        await got.wait()
+    assert seen[0].startswith(mark)
+    (record,) = decode_records(seen[0], client.bus.subjects.audit("echo"))
+    assert (record.target, record.action, record.outcome, record.side) == ("echo", "run", "ok", "callee")
