@@ -42,6 +42,8 @@ PROCESSES = ("caller", "callee", "nats-server")
 """The processes whose CPU each throughput window measures: this one, the responder
 process (the raw responder and the echo agents), and the embedded nats-server (0 when
 the bench uses a server it did not start)."""
+SETTLE = 0.3
+"""Seconds a throughput window waits after its last call before it reads the processes' CPU."""
 MODES = {
     "raw": "raw nats-py request",
     "name": "runtime, by name",
@@ -139,6 +141,10 @@ async def _throughput(
         for _ in range(concurrency):
             tg.start_soon(worker)
     elapsed = time.perf_counter() - start
+    if any(pids):
+        # What the window's calls left the callee to do in the background (its history
+        # writes, its audit batch) is theirs too: let it finish before reading the CPU.
+        await anyio.sleep(SETTLE)
     after = (time.process_time(), *(process_cpu(pid) for pid in pids))
     done = per_worker * concurrency
     cpu = {name: round((b - a) / done * 1e6, 1) for name, a, b in zip(PROCESSES, before, after, strict=True)}
