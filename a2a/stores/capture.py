@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
+import weakref
 from typing import Any
 
 import anyio
@@ -102,9 +103,29 @@ def redacted_json(value: Any, redactor: Redactor) -> str:
     except (TypeError, ValueError):
         return type(value).__name__
     keys = "\n".join(_keys(walked, []))
-    if keys and redactor.redact(keys) != keys:
+    if keys and not _clean_keys(keys, redactor):
         encoded = redactor.redact(encoded)
     return encoded
+
+
+_CLEAN: weakref.WeakKeyDictionary[Redactor, dict[str, None]] = weakref.WeakKeyDictionary()
+"""Per redactor, key texts it found nothing in: results of one kind repeat their keys."""
+
+
+def _clean_keys(keys: str, redactor: Redactor) -> bool:
+    """Whether no rule of ``redactor`` finds anything in ``keys`` (remembered for short texts)."""
+    clean = _CLEAN.get(redactor)
+    if clean is None:
+        clean = _CLEAN[redactor] = {}
+    if keys in clean:
+        return True
+    if redactor.redact(keys) != keys:
+        return False
+    if len(keys) <= 512:
+        if len(clean) >= 4096:
+            clean.clear()
+        clean[keys] = None
+    return True
 
 
 def _keys(value: Any, into: list[str]) -> list[str]:
