@@ -23,6 +23,43 @@ from .errors import MessageTooLarge, NotConnected, TransportClosed, TransportErr
 
 __all__ = ["NatsOptions", "NatsTransport"]
 
+
+_SPACE = re.compile(r"\s")
+
+
+class _FastHeaders(NatsClient):
+    """nats-py's client, whose header parser tests a name for whitespace with one search
+    instead of a generator over its characters: the same headers, at a fraction of the
+    cost (every stored message and every JetStream delivery carries several)."""
+
+    @staticmethod
+    def _parse_header_lines(raw: bytes) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for line in raw.split(b"\r\n"):
+            if not line:
+                continue
+            name, sep, value = line.partition(b":")
+            if not sep:
+                continue
+            try:
+                key = name.strip().decode("ascii")
+            except UnicodeDecodeError:  # a name that is no token: skipped, as nats-py does
+                continue
+            if _SPACE.search(key) is not None:
+                continue
+            out[key] = value.strip().decode("utf-8", "replace")
+        return out
+
+
+# Only over the parser this one was written against (a staticmethod of the raw block).
+_Client = (
+    _FastHeaders
+    if isinstance(inspect.getattr_static(NatsClient, "_parse_header_lines", None), staticmethod)
+    and list(inspect.signature(NatsClient._parse_header_lines).parameters) == ["raw"]
+    else NatsClient
+)
+
+
 log = logging.getLogger("a2a.transport.nats")
 
 _NKEY_USER_SEED = re.compile(r"SU[A-Z2-7]{56}")
@@ -174,7 +211,7 @@ class NatsTransport(Transport):
             settings["user_credentials"] = o.creds_file
         if o.inbox_prefix:  # request inboxes a server may let only this user subscribe to
             settings["inbox_prefix"] = o.inbox_prefix
-        nc = NatsClient()
+        nc = _Client()
         try:
             with anyio.fail_after(o.connect_wait):
                 await nc.connect(**settings)
