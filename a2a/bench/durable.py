@@ -45,12 +45,12 @@ async def _echo(ctx: Context, params: dict[str, Any]) -> Any:
 
 
 class DurableConfig(msgspec.Struct, kw_only=True):
-    tasks: int = 4000
+    tasks: int = 2000
     """Tasks per throughput window."""
     sequential: int = 200
     """Tasks per latency window."""
     concurrency: int = 64
-    rounds: int = 5
+    rounds: int = 10
 
 
 Submit = Callable[[], Awaitable[None]]
