@@ -29,10 +29,13 @@ def raw_subject(namespace: str) -> str:
     return f"bench.raw.{namespace}"
 
 
-def echo_agent(name: str = "bench-echo") -> Agent:
+def echo_agent(name: str = "bench-echo", *, routed: bool = True) -> Agent:
+    """An echo agent; ``routed``: calls by capability may reach it (only the default one's
+    are, so that they measure the defaults)."""
     from discovery import AgentCapability
 
-    agent = Agent(name, capabilities=[AgentCapability(id=ECHO_CAPABILITY)], max_concurrency=256)
+    capabilities = [AgentCapability(id=ECHO_CAPABILITY)] if routed else []
+    agent = Agent(name, capabilities=capabilities, max_concurrency=256)
 
     @agent.action("echo")
     async def echo(ctx: Context, params: dict[str, Any]) -> Any:
@@ -55,8 +58,8 @@ async def serve(nats_url: str, redis_url: str, namespace: str) -> None:
     )
     async with Runtime(settings) as rt, Runtime(quiet) as rt_quiet, Runtime(bare) as rt_bare:
         await rt.serve(echo_agent())
-        await rt_quiet.serve(echo_agent("bench-echo-unaudited"))
-        await rt_bare.serve(echo_agent("bench-echo-bare"))
+        await rt_quiet.serve(echo_agent("bench-echo-unaudited", routed=False))
+        await rt_bare.serve(echo_agent("bench-echo-bare", routed=False))
         await nc.flush()
         print("ready", flush=True)
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
