@@ -165,6 +165,10 @@ class CallPath:
                     # Wait (a little) for the registry view's first snapshot.
                     with anyio.move_on_after(min(VIEW_READY_WAIT, max(0.0, deadline - clock()))):
                         await self.view.ready.wait()
+                if route.capabilities and self.view is not None and not self.view.follows(route.capabilities):
+                    # First call for these capabilities: the view loads their instances now.
+                    with anyio.move_on_after(max(0.0, deadline - clock())):
+                        await self.view.follow(route.capabilities)
                 while True:
                     if route.agent is not None:
                         name = route.agent

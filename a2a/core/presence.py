@@ -91,6 +91,8 @@ class Presence:
             return
         with anyio.move_on_after(2.0):
             for host in hosts:
+                if self.view is not None:
+                    self.view.remove(host.instance_id)  # its down event may go to channels not followed
                 try:
                     await self.registry.deregister(host.instance_id)
                 except Unavailable as exc:
@@ -108,9 +110,10 @@ class Presence:
         if view is None:
             raise NoCapableAgent("waiting for agents needs a registry")
         with anyio.move_on_after(timeout):
+            await view.follow(agents=names)
             await view.wait_until(lambda: all(view.instances_of(name) for name in names))
             return
-        missing = set(names) - {e.profile.name for e in view.entries()}
+        missing = {name for name in names if not view.instances_of(name)}
         raise DeadlineExceeded(f"agents not registered within {timeout}s: {', '.join(sorted(missing))}")
 
     async def run(self) -> None:
@@ -131,8 +134,12 @@ class Presence:
                 next_write = self.clock() + window
             if not self.hosts:
                 continue
+            states = [h.state() for h in self.hosts.values()]
+            if self.view is not None:  # its own instances: what it writes, whatever channels it follows
+                for state in states:
+                    self.view.set_state(state.agent_id, state.status, state.load, state.capacity, state.trust)
             try:
-                missing = await registry.heartbeat([h.state() for h in self.hosts.values()])
+                missing = await registry.heartbeat(states)
                 for host in self.hosts.values():
                     if host.instance_id in missing and not host.stopping:
                         with contextlib.suppress(RegistrationRefused):  # logged when it was served

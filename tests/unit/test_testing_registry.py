@@ -137,6 +137,7 @@ async def test_under_skewed_load_the_less_loaded_of_equal_instances_is_chosen() 
     ):
         ids = {"a": instance(a, "worker"), "b": instance(b, "worker")}
         view = view_of(caller)
+        await view.follow(["code.edit"])  # what the first call by capability would do
         for loaded, other in (("a", "b"), ("b", "a")):
             async with anyio.create_task_group() as tg:
                 for _ in range(3):  # 3 of its 4 slots: still available, three quarters loaded
