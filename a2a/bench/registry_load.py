@@ -12,8 +12,8 @@ instances of capacity 1 each take calls longer than the runtime's 20 ms coalesci
 so each flips busy and back on every call; their runtimes write each flip
 (``busy-each``, as every state change used to be written) or at most ``STATE_WRITES``
 times per heartbeat interval (``busy-coalesced``, as :class:`a2a.core.presence.Presence`
-writes them), at two call rates: calls of 300 ms twice a second, and
-(``busy-coalesced-fast``) of 100 ms five times a second. Per phase:
+writes them), at several call rates: calls of 300 ms twice a second, of 100 ms five
+times a second (``-fast``) and of 50 ms ten times a second (``-faster``). Per phase:
 
 * the messages per second each view received, and its share of one core;
 * the view's memory per instance (RSS grown while loading the registry, over N);
@@ -57,9 +57,17 @@ STATE_WRITES = 2
 """State writes per heartbeat interval and instance at most (``a2a.core.presence.STATE_WRITES``)."""
 BUSY = 500
 """Instances of the busy phases (or all, when fewer)."""
-RATES = {"": (0.3, 0.5), "-fast": (0.1, 0.2)}
+RATES = {"": (0.3, 0.5), "-fast": (0.1, 0.2), "-faster": (0.05, 0.1)}
 """Busy phase suffix -> (seconds a call is held, seconds between calls' starts)."""
 CAPS = ("code.python", "code.review", "text.summarise", "data.sql", "plan.tasks", "web.search")
+BUSY_PHASES = (
+    ("each", ""),
+    ("each", "-fast"),
+    ("coalesced", ""),
+    ("coalesced", "-fast"),
+    ("coalesced", "-faster"),
+)
+"""(how state changes are written, call rate) of the busy phases."""
 FOLLOWED = CAPS[0]
 """The capability the second view follows (half the instances offer it)."""
 
@@ -302,7 +310,7 @@ async def _size(redis_url: str, n: int, seconds: int, churn: float) -> dict[str,
             result["churn"] = await _phase(fleet, client, views, seconds)
             fleet.churn = 0.0
             tg.start_soon(fleet.flips)
-            for policy, rate in (("each", ""), ("coalesced", ""), ("coalesced", "-fast")):
+            for policy, rate in BUSY_PHASES:
                 fleet.busy, fleet.rate, writes = policy, RATES[rate], fleet.busy_writes
                 await anyio.sleep(2.0)  # the previous phase's writes settle
                 phase = result[f"busy-{policy}{rate}"] = await _phase(fleet, client, views, seconds)
@@ -341,7 +349,7 @@ def render(results: list[dict[str, Any]]) -> str:
     )
     rows = [head, "|" + "---|" * 14]
     for r in results:
-        for phase in ("steady", "churn", "busy-each", "busy-coalesced", "busy-coalesced-fast"):
+        for phase in ("steady", "churn", *(f"busy-{policy}{rate}" for policy, rate in BUSY_PHASES)):
             if phase not in r:
                 continue
             p = r[phase]
