@@ -22,8 +22,9 @@ log = logging.getLogger("a2a.runtime")
 
 STATE_WRITES = 2
 """State changes written per heartbeat interval at most: an instance flipping busy and back on
-every call costs the registry, and every view, that many writes and events per interval
-whatever its call rate (the latest state goes; this runtime's own view has each at once)."""
+every call costs the registry that many writes per interval whatever its call rate, and each
+view that follows one of its capabilities (or its agent) that many events; other views hear
+nothing of it (the latest state goes; this runtime's own view has each at once)."""
 
 
 class Presence:
@@ -32,7 +33,9 @@ class Presence:
     A state change (busy, available) is written within about 20 ms instead of at the next
     heartbeat, and then at most ``STATE_WRITES`` times per interval (a burst, or an instance
     flipping on every call, is one write of the latest state); heartbeats re-register an
-    instance the registry lost (it expired, or Redis restarted empty).
+    instance the registry lost (it expired, or Redis restarted empty). This runtime's own view
+    takes its instances' states from here, not from the registry's channels, which it may not
+    follow.
     """
 
     def __init__(
