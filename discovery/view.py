@@ -12,12 +12,11 @@ heartbeat intervals) and a few milliseconds; should the sweeping process die, an
 takes the lease over when it ends (one ttl later). While Redis is unreachable the view
 keeps its last known state and routing carries on from it.
 
-A view follows either the whole registry (``follow="all"``: the namespace's channel, every
-instance) or what its process uses (``follow="used"``): the channels of the capabilities
-it routes to and the agents it waits for, learned on first use (:meth:`LocalView.follow`,
-or a :meth:`LocalView.best` that finds a capability not followed yet), with their
-instances loaded from Redis once (``discovery._interest``). Such a view hears nothing of
-the rest of the registry, and holds nothing of it but its own process's instances.
+A view follows the whole registry (``follow="all"``) or what its process uses
+(``follow="used"``): the channels of the capabilities it routes to and the agents it waits
+for, learned on first use (:meth:`LocalView.follow`, or a :meth:`LocalView.best` missing
+one), their instances loaded from Redis once (``discovery._interest``). It hears nothing
+of the rest of the registry, and holds nothing of it but its own process's instances.
 
 Anyone who may publish on the channel may publish anything, so no event is believed:
 one that does not decode or validate is skipped and counted in :attr:`LocalView.rejected`,
@@ -137,12 +136,17 @@ class LocalView(RankedEntries):
     # -- following ---------------------------------------------------------------
 
     def follows(self, capabilities: Iterable[str] = (), agents: Iterable[str] = ()) -> bool:
-        """Whether the view follows these capabilities and agents already."""
-        return self._interest.covers(capabilities, agents)
+        """Whether the view has loaded these capabilities and agents (never before it is ready)."""
+        return self.ready.is_set() and self._interest.covers(capabilities, agents)
 
-    async def follow(self, capabilities: Iterable[str] = (), agents: Iterable[str] = ()) -> None:
+    async def follow(
+        self, capabilities: Iterable[str] = (), agents: Iterable[str] = (), *, ready_wait: float = 0.0
+    ) -> None:
         """Follow these capabilities and agents from now on: subscribe to their channels, and
-        load their instances from Redis once (before returning, when Redis can be reached)."""
+        load their instances from Redis once (before returning, when Redis can be reached;
+        waiting up to ``ready_wait`` seconds for the view's first connection)."""
+        with anyio.move_on_after(ready_wait):
+            await self.ready.wait()
         await self._extend(lambda: self._interest.add(capabilities, agents))
 
     async def follow_all(self) -> None:
