@@ -160,15 +160,13 @@ class LocalView(RankedEntries):
         exclude: Iterable[str] = (),
         allowed: Callable[[str], bool] | None = None,
     ) -> ViewEntry | None:
-        """As :meth:`RankedEntries.best`; a capability not followed yet is followed soon after
-        (the run loop loads it): await :meth:`follow` first to have it now."""
+        """As :meth:`RankedEntries.best`; a capability not followed is followed soon after."""
         if not self._interest.covers(capabilities) and self._asked.add(capabilities) is not None:
             self._woken.set()
         return super().best(capabilities, exclude=exclude, allowed=allowed)
 
     def entries(self) -> list[ViewEntry]:
-        """Every entry; a view following what it uses follows everything from then on (the
-        whole registry was asked for), loading it soon after."""
+        """Every entry; a view following what it uses follows the whole registry from then on."""
         if not self._interest.everything and not self._asked.everything:
             self._asked.everything = True
             self._woken.set()
