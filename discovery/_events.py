@@ -16,9 +16,9 @@ from msgspec import Meta
 from bus.subjects import is_name
 
 from ._validate import DECODE_ERRORS, MAX_COUNTER, Invalid
-from .profile import AgentStatus, Trust
+from .profile import AgentProfile, AgentStatus, Trust
 
-__all__ = ["KINDS", "Event", "parse_event"]
+__all__ = ["KINDS", "Event", "load_only", "parse_event"]
 
 KINDS = frozenset(("reg", "st", "down"))
 
@@ -58,3 +58,12 @@ def parse_event(raw: object) -> Event | None:
     if not is_name(event.id):
         raise Invalid("event", f"instance id {event.id[:100]!r}")
     return event
+
+
+def load_only(profile: AgentProfile, event: Event) -> bool:
+    """Whether a state event changes nothing of an entry but its load."""
+    return (
+        event.status == profile.status
+        and (event.capacity or 0) == profile.capacity
+        and event.trust == profile.trust
+    )

@@ -55,6 +55,8 @@ class Stored:
     """Milliseconds since the epoch of the last registration or heartbeat."""
     expires: float
     """When the hash expires, on the namespace's monotonic clock."""
+    caps: tuple[str, ...] = ()
+    """The capabilities it registered: its events go to their channels too."""
 
     def fields(self) -> list[str | bytes | int | None]:
         """The hash as the registry's functions answer it: profile, status, load, capacity,
@@ -64,7 +66,7 @@ class Stored:
 
 class Namespace:
     """The registry's keys of one namespace, in memory; ``publish`` sends an event's bytes to
-    whoever follows ``keys.events``."""
+    whoever follows ``keys.events`` (and the channels of its capabilities and agent)."""
 
     def __init__(
         self,
@@ -95,10 +97,18 @@ class Namespace:
 
     # -- writing ---------------------------------------------------------------------
 
-    def register(self, agent_id: str, name: str, profile: bytes, state: InstanceState, ttl: float) -> None:
+    def register(
+        self,
+        agent_id: str,
+        name: str,
+        profile: bytes,
+        state: InstanceState,
+        ttl: float,
+        caps: tuple[str, ...] = (),
+    ) -> None:
         """Add or replace an instance's hash, expiring ``ttl`` seconds from now."""
         load = state.load
-        self._stored[agent_id] = Stored(
+        self._stored[agent_id] = stored = Stored(
             name=name,
             profile=profile,
             status=state.status,
@@ -108,8 +118,9 @@ class Namespace:
             published_load=load,
             last_seen=_now_ms(),
             expires=self.clock() + ttl,
+            caps=caps,
         )
-        self._event(_Published(e="reg", id=agent_id))
+        self._event(_Published(e="reg", id=agent_id), stored)
 
     def heartbeat(self, state: InstanceState, ttl: float) -> bool:
         """Refresh an instance; False when its hash is gone (the caller registers it again)."""
@@ -138,14 +149,15 @@ class Namespace:
                     capacity=state.capacity,
                     ts=float(stored.last_seen),
                     trust=state.trust,
-                )
+                ),
+                stored,
             )
         return True
 
     def deregister(self, agent_id: str) -> None:
         """Remove an instance at once; announced whether or not it was there (as the function does)."""
-        self._stored.pop(agent_id, None)
-        self._event(_Published(e="down", id=agent_id))
+        stored = self._stored.pop(agent_id, None)
+        self._event(_Published(e="down", id=agent_id), stored)
 
     def expire(self, owner: str, lease: float) -> Expiry:
         """The sweeper: announce the instances whose expiry has passed, if ``owner`` holds the lease.
@@ -170,15 +182,20 @@ class Namespace:
         now = self.clock()
         due = [agent_id for agent_id, stored in self._stored.items() if stored.expires <= now]
         for agent_id in due:
-            del self._stored[agent_id]
-            self._event(_Published(e="down", id=agent_id))
+            self._event(_Published(e="down", id=agent_id), self._stored.pop(agent_id))
         return len(due)
 
     def _next_expiry(self) -> float | None:
         return min((s.expires for s in self._stored.values()), default=None)
 
-    def _event(self, event: _Published) -> None:
-        self._publish(self.keys.events, _event_encoder.encode(event))
+    def _event(self, event: _Published, stored: Stored | None) -> None:
+        """Publish on the namespace's channel, then its instance's capabilities' and agent's."""
+        data = _event_encoder.encode(event)
+        self._publish(self.keys.events, data)
+        for cap in stored.caps if stored is not None else ():
+            self._publish(self.keys.capability_events(cap), data)
+        name = stored.name if stored is not None else event.id.rpartition("-")[0] or event.id
+        self._publish(self.keys.agent_events(name), data)
 
 
 def _now_ms() -> int:

@@ -54,6 +54,10 @@ class RankedEntries:
     def entries(self) -> list[ViewEntry]:
         return list(self._entries.values())
 
+    def size(self) -> int:
+        """How many instances the entries hold."""
+        return len(self._entries)
+
     def get(self, agent_id: str) -> ViewEntry | None:
         return self._entries.get(agent_id)
 

@@ -36,6 +36,14 @@ class RegistryKeys:
     def instance(self, agent_id: str) -> str:
         return f"{self.prefix}inst:{agent_id}"
 
+    def capability_events(self, cap_id: str) -> str:
+        """The channel of the change events of instances offering ``cap_id``."""
+        return f"{self.prefix}events:cap:{cap_id}"
+
+    def agent_events(self, agent: str) -> str:
+        """The channel of the change events of ``agent``'s instances."""
+        return f"{self.prefix}events:agent:{agent}"
+
     def capability(self, cap_id: str) -> str:
         return f"{self.prefix}cap:{cap_id}"
 

@@ -9,7 +9,8 @@ namespace lands on one Redis Cluster slot):
     P instances     set of instance ids registered and not yet swept
     P capsof        hash: instance id -> the caps JSON it registered; outlives the
                     instance hash, so a sweep knows which sorted sets to prune
-    P cap:<capId>   sorted set: available instances with that capability, score = proficiency
+    P cap:<capId>   sorted set: instances with that capability that are not offline (available
+                    or busy: readers check the status), score = proficiency
     P expiry        sorted set: instance id -> when its hash expires (ms, the server's clock);
                     the sweeper (EXPIRE) reads it to announce deaths as they happen
     P sweeper       string: the id of the runtime holding the sweeper's lease (expires)
@@ -26,6 +27,10 @@ namespace lands on one Redis Cluster slot):
     P events        pub/sub channel of change events (JSON: e = reg | st | down); functions
                     name it ``prefix .. 'events'`` (a channel is no key: ACL key
                     rights do not cover it, channel rights do)
+    P events:cap:<capId>, P events:agent:<name>
+                    the same events, each also published on the channel of every
+                    capability of its instance and on its agent's: a view that routes
+                    to a few capabilities follows their channels only
 
 The library is loaded by a privileged user (``a2a redis-config --load``, or any runtime
 whose user may, such as the default user of an open deployment); agents and clients may
@@ -34,7 +39,10 @@ keep Redis busy. Its name carries a version: a layout change ships as a new libr
 beside the old one (v2 added the trust field, and FIND_BEST weighs by it; v3 publishes a
 heartbeat only when it changes what routing reads, and announces deaths from the expiry
 set: views of v2 runtimes, which count heartbeats to judge liveness, need v3 too; v4 binds
-what each agent may advertise, and how many instances it may run, to the roster's grants).
+what each agent may advertise, and how many instances it may run, to the roster's grants;
+v5 publishes each event on per-capability and per-agent channels too, and keeps busy
+instances in the capability sets, so a view can load one capability's instances and follow
+its channel alone).
 
 Every function's work is bounded per call, whatever the shared keys hold (every agent
 may write ``instances``, ``capsof`` and ``cap:*``, and any bytes into its own hashes):
@@ -61,8 +69,8 @@ from .limits import MAX_CAPABILITIES, MAX_FIELD_BYTES, MAX_INSTANCES, MAX_PROFIL
 
 __all__ = ["FUNCTIONS", "LIBRARY", "LOAD_STEP", "MAX_BEATS", "MAX_PAGE", "MAX_QUERY", "RETIRED", "SOURCE"]
 
-LIBRARY = "a2a_registry_v4"
-_FN = "a2a_v4_"
+LIBRARY = "a2a_registry_v5"
+_FN = "a2a_v5_"
 FUNCTIONS = {
     op: _FN + op
     for op in (
@@ -132,6 +140,6 @@ def _retired(version: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-RETIRED = (_retired(2), _retired(3))
+RETIRED = (_retired(2), _retired(3), _retired(4))
 """Earlier layouts, loaded over with functions that refuse: they did not check what the roster
 grants, so nobody may call them once this one is loaded."""

@@ -235,10 +235,10 @@ class MemoryRegistry(Registry):
             state = InstanceState(
                 profile.agent_id, profile.status, profile.load, profile.capacity, profile.trust
             )
-            checked.append((profile.name, profile_json, state))
+            checked.append((profile.name, profile_json, state, tuple(profile.proficiencies())))
         await checkpoint()
-        for name, profile_json, state in checked:
-            self._space.register(state.agent_id, name, profile_json, state, self.ttl)
+        for name, profile_json, state, caps in checked:
+            self._space.register(state.agent_id, name, profile_json, state, self.ttl, caps)
 
     async def heartbeat(self, states: Sequence[InstanceState]) -> list[str]:
         """Refresh instances; returns the ids the registry no longer knows (expired): re-register those."""
@@ -270,6 +270,14 @@ class MemoryRegistry(Registry):
         await self.grants()
         profiles = (self._parse(agent_id, stored.fields()) for agent_id, stored in self._space.rows())
         return [profile for profile in profiles if profile is not None]
+
+    async def capable(self, capability: str) -> list[AgentProfile]:
+        """As :meth:`Registry.capable`: the live instances offering ``capability``, offline ones left out."""
+        found = [
+            p for p in await self.list_agents() if p.status != "offline" and capability in p.proficiencies()
+        ]
+        found.sort(key=lambda p: -p.proficiencies()[capability])
+        return found
 
     async def find_best_agent(
         self, capabilities: Sequence[str], *, trust_floor: float | None = None

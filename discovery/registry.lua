@@ -60,6 +60,18 @@ local function agent_of(id)
   return string.match(id, '^(.*)%-[^%-]*$') or id
 end
 
+-- Publish one change event on the namespace's channel (views that follow the whole registry),
+-- then on the channel of each capability in caps (id -> proficiency) and on the agent's own:
+-- a view that follows only some capabilities or agents hears of those alone. The copies go
+-- out one after another within this call, so a view following several of an instance's
+-- channels receives them back to back and keeps the first.
+local function announce(prefix, event, caps, agent)
+  local payload = cjson.encode(event)
+  redis.call('PUBLISH', prefix .. 'events', payload)
+  for cap in pairs(caps or {}) do redis.call('PUBLISH', prefix .. 'events:cap:' .. tostring(cap), payload) end
+  if agent then redis.call('PUBLISH', prefix .. 'events:agent:' .. agent, payload) end
+end
+
 local function page(count)
   count = tonumber(count) or MAX_PAGE
   if count < 1 or count > MAX_PAGE then return MAX_PAGE end
@@ -125,10 +137,10 @@ local function ungranted(grant, caps)
 end
 
 -- An instance gone from the registry: out of the indexes, with a down event when it had
--- registered (it has a capsof record) or ``announce`` says so (EXPIRE: an expiry entry is
+-- registered (it has a capsof record) or ``always`` says so (EXPIRE: an expiry entry is
 -- written by registrations and beats; a forged one costs views no more than a forged
 -- PUBLISH). Ids of a padded set cost views no events. Returns the index removals made.
-local function forget(prefix, id, keys, announce)
+local function forget(prefix, id, keys, always)
   local record = small(keys.capsof, id)
   local removals = 0
   for cap in pairs(decode_caps(record) or {}) do
@@ -138,7 +150,7 @@ local function forget(prefix, id, keys, announce)
   write('HDEL', keys.capsof, id)
   write('SREM', keys.instances, id)
   write('ZREM', prefix .. 'expiry', id)
-  if record or announce then redis.call('PUBLISH', prefix .. 'events', cjson.encode({e = 'down', id = id})) end
+  if record or always then announce(prefix, {e = 'down', id = id}, decode_caps(record), agent_of(id)) end
   return removals
 end
 
@@ -232,10 +244,10 @@ local function register(keys, args)
   write('ZADD', prefix .. 'expiry', now + tonumber(args[3]), id)
   write('SADD', keys[2], id)
   write('HSET', keys[3], id, args[9])
-  if status == 'available' then
+  if status ~= 'offline' then
     for cap, prof in pairs(caps) do write('ZADD', prefix .. 'cap:' .. cap, prof, id) end
   end
-  redis.call('PUBLISH', prefix .. 'events', cjson.encode({e = 'reg', id = id}))
+  announce(prefix, {e = 'reg', id = id}, caps, args[4])
   return 1
 end
 
@@ -296,17 +308,17 @@ local function heartbeat(keys, args)
   write('HSET', keys[3], id, raw)
   for cap, prof in pairs(caps) do
     local score = tonumber(prof)
-    if status == 'available' and score then
+    if status ~= 'offline' and score then
       write('ZADD', prefix .. 'cap:' .. tostring(cap), score, id)
     else
       write('ZREM', prefix .. 'cap:' .. tostring(cap), id)
     end
   end
   if changed then
-    redis.call('PUBLISH', prefix .. 'events', cjson.encode({e = 'st', id = id, status = status,
-      load = load, capacity = capacity, ts = now, trust = tonumber(trust)}))
+    announce(prefix, {e = 'st', id = id, status = status, load = load, capacity = capacity, ts = now,
+      trust = tonumber(trust)}, caps, h[2])
   elseif relisted then  -- views that loaded a snapshot since then lack it: they read it back
-    redis.call('PUBLISH', prefix .. 'events', cjson.encode({e = 'reg', id = id}))
+    announce(prefix, {e = 'reg', id = id}, caps, h[2])
   end
   return 1
 end
@@ -353,13 +365,16 @@ end
 -- ARGV: prefix, id
 local function deregister(keys, args)
   local key, prefix, id = keys[1], args[1], args[2]
+  local caps = decode_caps(small(key, 'caps')) or decode_caps(small(keys[3], id))
+  local name = read('HGET', key, 'name')
+  if type(name) ~= 'string' or #name > MAX_ID then name = agent_of(id) end
   unindex(prefix, id, key, keys[3])
   redis.call('DEL', key)
   write('SREM', keys[2], id)
   write('HDEL', keys[3], id)
   write('ZREM', prefix .. 'expiry', id)
   if read('EXISTS', prefix .. 'grants') == 1 then write('ZREM', prefix .. 'insts:' .. agent_of(id), id) end
-  redis.call('PUBLISH', prefix .. 'events', cjson.encode({e = 'down', id = id}))
+  announce(prefix, {e = 'down', id = id}, caps, name)
   return 1
 end
 
@@ -518,16 +533,28 @@ local function list(keys, args)
   return rows(args[1], scan[2], {scan[1]}, false)
 end
 
--- One page of the available instances with one capability, best proficiency first.
+-- One page of the available instances with one capability, best proficiency first (with
+-- 'busy' as a fourth argument, the busy ones too: what a view loads when it starts following
+-- the capability).
 -- KEYS: capability sorted set
--- ARGV: prefix, offset, count
+-- ARGV: prefix, offset, count[, 'busy']
 -- Returns {next offset (0: done), id, FIELDS..., ...} (the caller weighs by trust).
 local function find_all(keys, args)
   local offset, count = math.max(0, tonumber(args[2]) or 0), page(args[3])
   local ids = read('ZREVRANGE', keys[1], offset, offset + count - 1) or {}
   local next_offset = 0
   if #ids == count then next_offset = offset + count end
-  return rows(args[1], ids, {next_offset}, true)
+  local out = rows(args[1], ids, {next_offset}, args[4] ~= 'busy')
+  if args[4] == 'busy' then  -- an offline instance is no candidate, whatever it was
+    local kept = {out[1]}
+    for i = 2, #out, #FIELDS + 1 do
+      if out[i + 2] ~= 'offline' then
+        for j = 0, #FIELDS do kept[#kept + 1] = out[i + j] end
+      end
+    end
+    out = kept
+  end
+  return out
 end
 
 -- KEYS: inst hash

@@ -284,14 +284,24 @@ class Registry(LibraryCalls):
         weighed.sort(key=lambda pair: -pair[0])  # stable: the server's order among equals
         return [p for _, p in weighed]
 
-    async def _with_capability(self, capability: str) -> list[AgentProfile]:
-        """Every available instance offering ``capability``, best proficiency first (no trust)."""
+    async def capable(self, capability: str) -> list[AgentProfile]:
+        """Every live instance offering ``capability`` that is not offline, busy ones included
+        (what a view loads when it starts following the capability), best proficiency first."""
+        await self.grants()
+        return await self._with_capability(capability, busy=True)
+
+    async def _with_capability(self, capability: str, *, busy: bool = False) -> list[AgentProfile]:
+        """Every available (or, with ``busy``, not offline) instance offering ``capability``,
+        best proficiency first (no trust)."""
         profiles: list[AgentProfile] = []
         offset: object = 0
+        extra = ["busy"] if busy else []
         with redis_errors("find_agents_with_capability"):
             for _ in range(MAX_LIST_PAGES):
                 flat = await self._read(
-                    "find_all", [self.keys.capability(capability)], [self.keys.prefix, offset, MAX_PAGE]
+                    "find_all",
+                    [self.keys.capability(capability)],
+                    [self.keys.prefix, offset, MAX_PAGE, *extra],
                 )
                 offset = flat[0] if isinstance(flat, list) and flat else 0
                 profiles += self._profiles(flat[1:] if isinstance(flat, list) else flat)

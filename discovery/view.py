@@ -12,6 +12,12 @@ heartbeat intervals) and a few milliseconds; should the sweeping process die, an
 takes the lease over when it ends (one ttl later). While Redis is unreachable the view
 keeps its last known state and routing carries on from it.
 
+A view follows the whole registry (``follow="all"``) or what its process uses
+(``follow="used"``): the channels of the capabilities it routes to and the agents it waits
+for, learned on first use (:meth:`LocalView.follow`, or a :meth:`LocalView.best` missing
+one), their instances loaded from Redis once (``discovery._interest``). It hears nothing
+of the rest of the registry, and holds nothing of it but its own process's instances.
+
 Anyone who may publish on the channel may publish anything, so no event is believed:
 one that does not decode or validate is skipped and counted in :attr:`LocalView.rejected`,
 and what an event says is read back from the registry, which validates entries and their
@@ -33,33 +39,34 @@ import contextlib
 import logging
 import random
 import secrets
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal
 
 import anyio
 from anyio.abc import TaskStatus
+from redis.asyncio.client import PubSub
 
 from bus.errors import Unavailable
 from bus.rejects import Rejects
 
 from ._entry import ViewEntry
-from ._events import Event, parse_event
+from ._events import load_only, parse_event
+from ._interest import Copies, Interest, load
 from ._quarantine import Quarantine
 from ._ranking import TIE_WINDOW, RankedEntries
 from ._refetch import ReadBudget, Refetch
+from ._sweeper import SWEEP_EVERY, take_turns
 from ._validate import Invalid
 from .errors import AccessDenied, redis_errors
 from .profile import AgentProfile
 from .registry import Registry
 
-__all__ = ["TIE_WINDOW", "LocalView", "ViewEntry"]
+__all__ = ["SWEEP_EVERY", "TIE_WINDOW", "LocalView", "ViewEntry"]
 
 log = logging.getLogger("a2a.discovery.view")
 
 MAX_WAITING = 256
 """Instances of one agent a view remembers having refused for its instance count."""
-SWEEP_EVERY = 60.0
-"""Least time, in seconds, between the sweeper's passes over the whole ``instances`` set."""
 _EVENTS = "the registry's events subscription"
 
 
@@ -73,10 +80,17 @@ class LocalView(RankedEntries):
         registry: the registry to follow.
         trust_floor: instances trusted less are never chosen by capability (default: the
             registry's); the others are ranked by match score times trust.
+        follow: ``"all"``, every instance of the registry; ``"used"``, the capabilities and
+            agents asked for (module docstring).
     """
 
     def __init__(
-        self, registry: Registry, *, trust_floor: float | None = None, read_budget: int = 1000
+        self,
+        registry: Registry,
+        *,
+        trust_floor: float | None = None,
+        read_budget: int = 1000,
+        follow: Literal["all", "used"] = "all",
     ) -> None:
         """``read_budget``: the reads of instances that events name this view makes per
         heartbeat interval (or as many as it holds entries, if more) before it takes a flood
@@ -88,6 +102,8 @@ class LocalView(RankedEntries):
         """This view's name on the sweeper's lease."""
         self.ready = anyio.Event()
         self.resyncs = 0
+        self.heard = 0
+        """Messages received on the channels followed (each copy of an event counts)."""
         self.rejects = Rejects(log, "registry event")
         self._quarantine = Quarantine(registry.ttl)
         self._unconfirmed = Quarantine(registry.heartbeat_interval, limit=10_000_000)  # bounded by entries
@@ -100,11 +116,87 @@ class LocalView(RankedEntries):
         """Agent -> instances refused because it had as many as its grant allows: read back
         when one of its entries goes (at most ``MAX_WAITING`` per agent)."""
         self._grants_seen = registry.granted
+        self._interest = Interest(registry, everything=follow == "all")
+        self._asked = Interest(registry, everything=False)
+        """Capabilities a synchronous read missed: followed by the loop, soon after."""
+        self._pubsub: PubSub | None = None
+        """The subscription while connected (``follow`` adds channels to it)."""
+        self._subscribed = False
+        self._lock = anyio.Lock()
+        """Held while subscribing and loading: a snapshot and a first load do not interleave."""
+        self._woken = anyio.Event()
+        self._reload = False
+        self._copies = Copies()
 
     @property
     def rejected(self) -> int:
         """Events refused so far (invalid registry entries are counted by ``registry.rejected``)."""
         return self.rejects.total
+
+    # -- following ---------------------------------------------------------------
+
+    def follows(self, capabilities: Iterable[str] = (), agents: Iterable[str] = ()) -> bool:
+        """Whether the view has loaded these capabilities and agents (never before it is ready)."""
+        return self.ready.is_set() and self._interest.covers(capabilities, agents)
+
+    async def follow(
+        self, capabilities: Iterable[str] = (), agents: Iterable[str] = (), *, ready_wait: float = 0.0
+    ) -> None:
+        """Follow these capabilities and agents from now on: subscribe to their channels, and
+        load their instances from Redis once (before returning, when Redis can be reached;
+        waiting up to ``ready_wait`` seconds for the view's first connection)."""
+        with anyio.move_on_after(ready_wait):
+            await self.ready.wait()
+        await self._extend(lambda: self._interest.add(capabilities, agents))
+
+    async def follow_all(self) -> None:
+        """Follow the whole registry from now on (and load it now)."""
+        await self._extend(self._interest.widen)
+
+    def best(
+        self,
+        capabilities: Sequence[str],
+        *,
+        exclude: Iterable[str] = (),
+        allowed: Callable[[str], bool] | None = None,
+    ) -> ViewEntry | None:
+        """As :meth:`RankedEntries.best`; a capability not followed is followed soon after."""
+        if not self._interest.covers(capabilities) and self._asked.add(capabilities) is not None:
+            self._woken.set()
+        return super().best(capabilities, exclude=exclude, allowed=allowed)
+
+    def entries(self) -> list[ViewEntry]:
+        """Every entry; a view following what it uses follows the whole registry from then on."""
+        if not self._interest.everything and not self._asked.everything:
+            self._asked.everything = True
+            self._woken.set()
+        return super().entries()
+
+    async def _extend(self, add: Callable[[], Interest | None]) -> None:
+        async with self._lock:
+            new = add()
+            pubsub = self._pubsub
+            if new is None or pubsub is None:
+                return  # nothing new, or not connected: the next connection subscribes and loads
+            try:
+                with redis_errors(_EVENTS):
+                    await pubsub.subscribe(*new.channels())
+                self._subscribed = True
+                self._woken.set()
+                for profile in await load(self.registry, new):
+                    if profile.agent_id not in self._quarantine:
+                        self._admit(profile)
+            except (Unavailable, OSError) as exc:
+                log.debug("could not load what the view now follows (%s): it reloads", exc)
+                self._reload = True
+
+    async def _asked_for(self) -> None:
+        """Follow what synchronous reads missed since the last look."""
+        asked, self._asked = self._asked, Interest(self.registry, everything=False)
+        if asked.everything:
+            await self.follow_all()
+        elif asked.capabilities:
+            await self.follow(asked.capabilities)
 
     # -- writing ---------------------------------------------------------------
 
@@ -161,7 +253,7 @@ class LocalView(RankedEntries):
         Reports started at once: routing waits on :attr:`ready`, never on Redis.
         """
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._sweep)
+            tg.start_soon(take_turns, self.registry, self.sweeper_id)
             task_status.started()
             backoff = 0.1
             refused = False
@@ -185,28 +277,48 @@ class LocalView(RankedEntries):
     async def _follow(self) -> None:
         pubsub = self.registry.pubsub()
         try:
-            with redis_errors(_EVENTS):
-                await pubsub.subscribe(self.registry.keys.events)
-            self._resync(await self.registry.list_agents())
+            async with self._lock:
+                channels = self._interest.channels()
+                if channels:
+                    with redis_errors(_EVENTS):
+                        await pubsub.subscribe(*channels)
+                self._subscribed = bool(channels)
+                self._resync(await load(self.registry, self._interest))
+                self._pubsub = pubsub
             self.connected = True
             self.resyncs += 1
             self.ready.set()
             wait = min(1.0, self.registry.heartbeat_interval / 2)
             while True:
-                with redis_errors(_EVENTS):
-                    msg = await pubsub.get_message(timeout=wait)
+                msg = None
+                if self._subscribed:
+                    with redis_errors(_EVENTS):
+                        msg = await pubsub.get_message(timeout=wait)
+                else:  # no channel yet: wait for the first thing to follow
+                    with anyio.move_on_after(wait):
+                        await self._woken.wait()
+                if self._woken.is_set():
+                    self._woken = anyio.Event()
+                    await self._asked_for()
                 if msg is not None and msg.get("type") in ("message", b"message"):
-                    await self._apply_safely(msg.get("data"))
+                    self.heard += 1
+                    if not self._copies.seen(msg.get("channel"), msg.get("data")):
+                        await self._apply_safely(msg.get("data"))
                 due = self._refetch.due() + self._quarantine.expire() + self._unconfirmed.expire()
                 for agent_id in due + self._recheck.expire():
                     if self._budget.take(len(self._entries)):  # else the resync covers it
                         await self._fetch(agent_id)
-                # The roster's grants changed (an admin reloaded them), or events asked for more
-                # reads than the budget: a snapshot, read under the grants as they are now.
-                if await self.registry.grants() is not self._grants_seen or self._budget.resync_due():
-                    self._resync(await self.registry.list_agents())
+                # The roster's grants changed (an admin reloaded them), events asked for more
+                # reads than the budget, or a first load failed: a snapshot, read under the
+                # grants as they are now.
+                grants = await self.registry.grants()
+                if grants is not self._grants_seen or self._budget.resync_due() or self._reload:
+                    async with self._lock:
+                        self._reload = False
+                        self._resync(await load(self.registry, self._interest))
                     self.resyncs += 1
         finally:
+            self._pubsub = None
             with (
                 anyio.CancelScope(shield=True),
                 anyio.move_on_after(1),
@@ -243,7 +355,7 @@ class LocalView(RankedEntries):
             return
         if event.e == "st" and event.status is not None:
             entry = self._entries.get(event.id)
-            if entry is not None and _load_only(entry.profile, event):
+            if entry is not None and load_only(entry.profile, event):
                 # Load breaks ties only: applied now, checked one interval later.
                 entry.profile.load = event.load or 0
                 if not self._recheck.waiting(event.id):  # a flood does not postpone it
@@ -284,40 +396,3 @@ class LocalView(RankedEntries):
             self.remove(agent_id)
         elif agent_id not in self._quarantine:
             self._admit(profile)
-
-    async def _sweep(self) -> None:
-        """Take turns at the registry's sweeper: call it as expiries come due while holding its lease.
-
-        The holder calls again when the next instance expires, and at least four times per
-        heartbeat interval (instances of runtimes with shorter intervals expire sooner); the
-        others when the lease ends. A user that may not write the registry (a client) gets
-        an error and tries again a minute later. The holder also passes over the whole
-        ``instances`` set once a minute (``Registry.sweep``) for ids no expiry names.
-        """
-        interval = self.registry.heartbeat_interval
-        last_pass = time.monotonic()
-        while True:
-            try:
-                expiry = await self.registry.expire_due(self.sweeper_id, self.registry.ttl)
-            except Unavailable as exc:
-                log.debug("sweeper call failed: %s", exc)
-                wait = SWEEP_EVERY if isinstance(exc, AccessDenied) else interval
-            else:
-                if expiry.held:
-                    wait = interval / 4 if expiry.wait is None else min(expiry.wait, interval / 4)
-                    if time.monotonic() - last_pass >= max(SWEEP_EVERY, 10 * self.registry.ttl):
-                        last_pass = time.monotonic()
-                        with contextlib.suppress(Unavailable):
-                            await self.registry.sweep()
-                else:
-                    wait = min(interval, expiry.wait or interval) * (1 + 0.1 * random.random())
-            await anyio.sleep(max(wait, 0.005))
-
-
-def _load_only(profile: AgentProfile, event: Event) -> bool:
-    """Whether a state event changes nothing of an entry but its load."""
-    return (
-        event.status == profile.status
-        and (event.capacity or 0) == profile.capacity
-        and event.trust == profile.trust
-    )

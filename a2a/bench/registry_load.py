@@ -3,14 +3,19 @@
 N instances (1,000 / 10,000 / 50,000 by default) heartbeat once a second, pipelined from
 this process through the registry's own API, as a fleet of runtimes would send them. One
 :class:`discovery.LocalView` follows the registry in a process of its own, so its CPU and
-memory are its alone. Four phases per size: steady (nothing changes), churn (1% of the
-instances change load by half their capacity each second), and two busy phases: 500
-instances of capacity 1 each take calls of 300 ms twice a second, so each flips busy and
-back four times a second; their runtimes write each flip (``busy-each``, as every state
-change used to be written) or at most ``STATE_WRITES`` times per heartbeat interval
-(``busy-coalesced``, as :class:`a2a.core.presence.Presence` writes them). Per phase:
+memory are its alone. Two views follow it, each in a process of its own: one follows the
+whole registry (the namespace's channel, as every view did), the other only the
+capability ``FOLLOWED`` (its channel, as a runtime's view follows what it routes to; half
+the instances offer it). Phases per size: steady (nothing changes), churn (1% of the
+instances change load by half their capacity each second), and three busy phases: 500
+instances of capacity 1 each take calls longer than the runtime's 20 ms coalescing delay,
+so each flips busy and back on every call; their runtimes write each flip
+(``busy-each``, as every state change used to be written) or at most ``STATE_WRITES``
+times per heartbeat interval (``busy-coalesced``, as :class:`a2a.core.presence.Presence`
+writes them), at several call rates: calls of 300 ms twice a second, of 100 ms five
+times a second (``-fast``) and of 50 ms ten times a second (``-faster``). Per phase:
 
-* the events per second the view received, and its share of one core;
+* the messages per second each view received, and its share of one core;
 * the view's memory per instance (RSS grown while loading the registry, over N);
 * Redis's share of one core and its CPU per heartbeat (``INFO cpu``: so heartbeats one
   Redis core can take), and its memory per instance (``used_memory`` grown while
@@ -52,9 +57,20 @@ STATE_WRITES = 2
 """State writes per heartbeat interval and instance at most (``a2a.core.presence.STATE_WRITES``)."""
 BUSY = 500
 """Instances of the busy phases (or all, when fewer)."""
-CALL_S, PERIOD_S = 0.3, 0.5
-"""Each busy instance holds a call for CALL_S of every PERIOD_S."""
+RATES = {"": (0.3, 0.5), "-fast": (0.1, 0.2), "-faster": (0.05, 0.1)}
+"""Busy phase suffix -> (seconds a call is held, seconds between calls' starts)."""
 CAPS = ("code.python", "code.review", "text.summarise", "data.sql", "plan.tasks", "web.search")
+BUSY_PHASES = (
+    ("coalesced", ""),
+    ("coalesced", "-fast"),
+    ("coalesced", "-faster"),
+    ("each", ""),
+    ("each", "-fast"),
+)
+"""(how state changes are written, call rate) of the busy phases; those writing each flip last,
+since a view that falls behind them would still be reading their events in the next phase."""
+FOLLOWED = CAPS[0]
+"""The capability the second view follows (half the instances offer it)."""
 
 
 def _profile(ns: str, i: int) -> AgentProfile:
@@ -70,15 +86,18 @@ def _profile(ns: str, i: int) -> AgentProfile:
 # -- the view's process ---------------------------------------------------------------
 
 
-async def _follow(redis_url: str, namespace: str, seconds: float) -> None:
-    """Follow the registry for ``seconds``, printing one JSON line of counters every second."""
+async def _follow(redis_url: str, namespace: str, seconds: float, capability: str | None) -> None:
+    """Follow the registry (or only ``capability``) for ``seconds``, printing one JSON line of
+    counters every second."""
     registry = Registry.from_url(redis_url, namespace=namespace)
-    view = LocalView(registry)
+    view = LocalView(registry, follow="all" if capability is None else "used")
     rss_before = _rss_kb()
     async with anyio.create_task_group() as tg:
         await tg.start(view.run)
         await view.ready.wait()
-        _say(kind="ready", rss_kb=_rss_kb(), rss_before_kb=rss_before, entries=len(view.entries()))
+        if capability is not None:
+            await view.follow([capability])
+        _say(kind="ready", rss_kb=_rss_kb(), rss_before_kb=rss_before, entries=view.size())
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             await anyio.sleep(1.0)
@@ -87,8 +106,9 @@ async def _follow(redis_url: str, namespace: str, seconds: float) -> None:
                 cpu=time.process_time(),
                 t=time.monotonic(),
                 rss_kb=_rss_kb(),
-                entries=len(view.entries()),
+                entries=view.size(),
                 resyncs=view.resyncs,
+                heard=view.heard,
             )
         tg.cancel_scope.cancel()
     await registry.aclose()
@@ -109,8 +129,9 @@ def _say(**fields: Any) -> None:
 class _View:
     """The view's process, and the lines it prints, read by a thread as they come."""
 
-    def __init__(self, redis_url: str, namespace: str, seconds: float) -> None:
+    def __init__(self, redis_url: str, namespace: str, seconds: float, capability: str | None = None) -> None:
         command = [sys.executable, __file__, "--view", "--redis-url", redis_url, "--namespace", namespace]
+        command += ["--follow", capability] if capability else []
         self.proc = subprocess.Popen([*command, "--seconds", str(seconds)], stdout=subprocess.PIPE, text=True)
         self.lines: list[dict[str, Any]] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -137,11 +158,8 @@ class _View:
 
 
 async def _redis_cpu(client: aioredis.Redis) -> tuple[float, int]:
-    """Redis's CPU seconds so far, and its PUBLISH calls (commandstats).
-
-    Every event the registry's functions publish reaches every view, so the PUBLISH count
-    is what the view received (on a server this benchmark has to itself).
-    """
+    """Redis's CPU seconds so far, and its PUBLISH calls (commandstats: each event is published
+    on the namespace's channel and on those of its instance's capabilities and agent)."""
     cpu = await client.info("cpu")
     stats = await client.info("commandstats")
     published = int(stats.get("cmdstat_publish", {"calls": 0})["calls"])
@@ -165,13 +183,15 @@ class _Fleet:
         self.batch_ms: list[float] = []
         self.busy: str | None = None
         """``each`` or ``coalesced`` while the first BUSY instances take calls (capacity 1)."""
+        self.rate = RATES[""]
         self.busy_writes = 0
 
     def state(self, i: int, now: float) -> InstanceState:
-        """Instance ``i``'s state now: a busy one holds a call for CALL_S of every PERIOD_S."""
+        """Instance ``i``'s state now: a busy one holds a call for ``rate[0]`` of every ``rate[1]`` s."""
         if self.busy is None or i >= BUSY:
             return InstanceState(f"worker-{i:08x}", "available", self.loads[i], 4)
-        held = (now + i * PERIOD_S / BUSY) % PERIOD_S < CALL_S
+        call_s, period_s = self.rate
+        held = (now + i * period_s / BUSY) % period_s < call_s
         return InstanceState(f"worker-{i:08x}", "busy" if held else "available", int(held), 1)
 
     async def flips(self) -> None:
@@ -216,10 +236,11 @@ class _Fleet:
             await anyio.sleep(max(0.0, tick - time.monotonic()))
 
 
-async def _phase(fleet: _Fleet, client: aioredis.Redis, view: _View, seconds: int) -> dict[str, Any]:
-    """What ``seconds`` of the fleet's heartbeats cost the view and Redis."""
-    first = await view.line("tick", after=time.monotonic())
-    cpu0, events0 = await _redis_cpu(client)
+async def _phase(fleet: _Fleet, client: aioredis.Redis, views: list[_View], seconds: int) -> dict[str, Any]:
+    """What ``seconds`` of the fleet's heartbeats cost the views and Redis (the whole registry's
+    view first, then the one following ``FOLLOWED``)."""
+    firsts = [await view.line("tick", after=time.monotonic()) for view in views]
+    cpu0, published0 = await _redis_cpu(client)
     t0, beats0, batches0, lost0 = time.monotonic(), fleet.beats, len(fleet.batch_ms), fleet.lost
     one_ms: list[float] = []
     ping_ms: list[float] = []
@@ -232,14 +253,17 @@ async def _phase(fleet: _Fleet, client: aioredis.Redis, view: _View, seconds: in
         ping_ms.append((time.perf_counter() - began) * 1000)
         await anyio.sleep(0.1)
     wall = time.monotonic() - t0
-    cpu1, events1 = await _redis_cpu(client)
-    last = await view.line("tick", after=time.monotonic())
-    view_wall = last["t"] - first["t"]
+    cpu1, published1 = await _redis_cpu(client)
+    lasts = [await view.line("tick", after=time.monotonic()) for view in views]
     batch_ms = sorted(fleet.batch_ms[batches0:]) or [0.0]
     one, ping = statistics.median(one_ms), statistics.median(ping_ms)
-    return {
-        "view_events_per_s": round((events1 - events0) / wall, 1),
-        "view_cpu_pct": round(100 * (last["cpu"] - first["cpu"]) / view_wall, 2),
+    result: dict[str, Any] = {}
+    for prefix, first, last in zip(("view", "used_view"), firsts, lasts, strict=False):
+        view_wall = last["t"] - first["t"]
+        result[f"{prefix}_events_per_s"] = round((last["heard"] - first["heard"]) / view_wall, 1)
+        result[f"{prefix}_cpu_pct"] = round(100 * (last["cpu"] - first["cpu"]) / view_wall, 2)
+    return result | {
+        "redis_publishes_per_s": round((published1 - published0) / wall, 1),
         "redis_cpu_pct": round(100 * (cpu1 - cpu0) / wall, 1),
         "redis_cpu_us_per_heartbeat": round(1e6 * (cpu1 - cpu0) / max(1, fleet.beats - beats0), 2),
         "heartbeats_per_s": round((fleet.beats - beats0) / wall),
@@ -259,7 +283,7 @@ async def _size(redis_url: str, n: int, seconds: int, churn: float) -> dict[str,
     registry = Registry.from_url(redis_url, namespace=namespace, heartbeat_interval=1.0, missed_heartbeats=10)
     client = registry.redis  # on a Redis Cluster: the master of the namespace's slot
     fleet = _Fleet(registry, n)
-    view: _View | None = None
+    views: list[_View] = []
     try:
         memory = int((await client.info("memory"))["used_memory"])
         async with anyio.create_task_group() as tg:
@@ -274,28 +298,30 @@ async def _size(redis_url: str, n: int, seconds: int, churn: float) -> dict[str,
             result: dict[str, Any] = {"instances": n, "register_s": round(time.monotonic() - started, 1)}
             grown = int((await client.info("memory"))["used_memory"]) - memory
             result["redis_bytes_per_instance"] = round(grown / n)
-            view = _View(redis_url, namespace, 4 * seconds + 60)
-            ready = await view.line("ready")
-            result["view_entries"] = ready["entries"]
-            result["view_kb_per_instance"] = round((ready["rss_kb"] - ready["rss_before_kb"]) / max(1, n), 2)
-            await anyio.sleep(2.0)  # past the snapshot's own reads
-            result["steady"] = await _phase(fleet, client, view, seconds)
+            for capability in (None, FOLLOWED):
+                views.append(_View(redis_url, namespace, 6 * seconds + 90, capability))
+                ready = await views[-1].line("ready")
+                prefix = "view" if capability is None else "used_view"
+                result[f"{prefix}_entries"] = ready["entries"]
+                grown = ready["rss_kb"] - ready["rss_before_kb"]
+                result[f"{prefix}_kb_per_instance"] = round(grown / max(1, ready["entries"]), 2)
+            await anyio.sleep(2.0)  # past the snapshots' own reads
+            result["steady"] = await _phase(fleet, client, views, seconds)
             fleet.churn = churn
-            result["churn"] = await _phase(fleet, client, view, seconds)
+            result["churn"] = await _phase(fleet, client, views, seconds)
             fleet.churn = 0.0
             tg.start_soon(fleet.flips)
-            for policy in ("each", "coalesced"):
-                fleet.busy, writes = policy, fleet.busy_writes
-                await anyio.sleep(2.0)  # the previous phase's writes settle
-                result[f"busy-{policy}"] = await _phase(fleet, client, view, seconds)
-                result[f"busy-{policy}"]["state_writes_per_s"] = round(
-                    (fleet.busy_writes - writes) / (seconds + 2)
-                )
-            result["view_rss_mb"] = round(view.lines[-1]["rss_kb"] / 1024, 1)
+            for policy, rate in BUSY_PHASES:
+                fleet.busy, fleet.rate, writes = policy, RATES[rate], fleet.busy_writes
+                await anyio.sleep(3.0)  # the previous phase's writes settle
+                phase = result[f"busy-{policy}{rate}"] = await _phase(fleet, client, views, seconds)
+                phase["state_writes_per_s"] = round((fleet.busy_writes - writes) / (seconds + 3))
+                phase["calls_per_s"] = round(min(BUSY, n) / fleet.rate[1])
+            result["view_rss_mb"] = round(views[0].lines[-1]["rss_kb"] / 1024, 1)
             tg.cancel_scope.cancel()
         return result
     finally:
-        if view is not None:
+        for view in views:
             view.close()
         keys = [k async for k in client.scan_iter(f"a2a:{{{namespace}}}:*", count=5000)]
         for i in range(0, len(keys), 5000):
@@ -317,18 +343,21 @@ def run_registry_bench(
 def render(results: list[dict[str, Any]]) -> str:
     """A Markdown table, one row per size and phase."""
     head = (
-        "| instances | phase | view events/s | view CPU % | view KB/instance | Redis CPU % "
+        "| instances | phase | calls/s | view (all) events/s | view (all) CPU % | view (one capability) "
+        "events/s | view (one capability) CPU % | view KB/instance | Redis CPU % "
         "| Redis CPU µs/heartbeat | Redis bytes/instance | heartbeats/s | batch of 1k p50/p99 ms "
         "| one heartbeat / PING ms |"
     )
-    rows = [head, "|" + "---|" * 11]
+    rows = [head, "|" + "---|" * 14]
     for r in results:
-        for phase in ("steady", "churn", "busy-each", "busy-coalesced"):
+        for phase in ("steady", "churn", *sorted(f"busy-{policy}{rate}" for policy, rate in BUSY_PHASES)):
             if phase not in r:
                 continue
             p = r[phase]
             rows.append(
-                f"| {r['instances']:,} | {phase} | {p['view_events_per_s']:,} | {p['view_cpu_pct']} "
+                f"| {r['instances']:,} | {phase} | {p.get('calls_per_s', 0):,} | {p['view_events_per_s']:,} "
+                f"| {p['view_cpu_pct']} | {p.get('used_view_events_per_s', '-')} "
+                f"| {p.get('used_view_cpu_pct', '-')} "
                 f"| {r['view_kb_per_instance']} | {p['redis_cpu_pct']} | {p['redis_cpu_us_per_heartbeat']} "
                 f"| {r.get('redis_bytes_per_instance', '-')} | {p['heartbeats_per_s']:,} "
                 f"| {p['batch_ms_p50']} / {p['batch_ms_p99']} | {p['one_ms_p50']} / {p['ping_ms_p50']} |"
@@ -347,9 +376,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--view", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--namespace", help=argparse.SUPPRESS)
+    parser.add_argument("--follow", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.view:
-        anyio.run(_follow, args.redis_url, args.namespace, float(args.seconds))
+        anyio.run(_follow, args.redis_url, args.namespace, float(args.seconds), args.follow)
         return 0
     sizes = tuple(int(s) for s in args.sizes.split(","))
     results = run_registry_bench(

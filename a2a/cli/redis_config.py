@@ -13,7 +13,7 @@ What the server then enforces, for every command and for every key a function to
 Rights go by key family (``P`` = ``a2a:{<ns>}:``):
 
 * registry (``P inst:*``, ``P insts:*``, ``P cap:*``, ``P instances``, ``capsof``,
-  ``expiry``, ``sweeper``, ``grants``; channel ``P events``): every user reads it; an agent
+  ``expiry``, ``sweeper``, ``grants``; channels ``P events``, ``P events:*``): every user reads it; an agent
   writes its own instance hashes and set of live instances and the shared indexes; only
   the admin writes ``grants``;
 * history (``P conv:*``, ``P active:*``): read and written by every user (shared);
@@ -218,12 +218,13 @@ def agent_rules(agent: str, namespace: str) -> list[str]:
         f"~{keys.prefix}cap:*",
         *_history(keys),
         f"&{keys.events}",
+        f"&{keys.events}:*",
     ]
 
 
 def _follower(keys: RegistryKeys) -> list[str]:
     """Key and channel rights of every runtime that hosts no agent: it follows the registry."""
-    return [*_registry_reads(keys), *_history(keys), f"&{keys.events}"]
+    return [*_registry_reads(keys), *_history(keys), f"&{keys.events}", f"&{keys.events}:*"]
 
 
 def client_rules(namespace: str) -> list[str]:

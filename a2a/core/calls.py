@@ -161,10 +161,10 @@ class CallPath:
                     check_depth(meta)
                 deadline = t0 + limit
                 tried: set[str] = set()
-                if route.capabilities and self.view is not None and not self.view.ready.is_set():
-                    # Wait (a little) for the registry view's first snapshot.
-                    with anyio.move_on_after(min(VIEW_READY_WAIT, max(0.0, deadline - clock()))):
-                        await self.view.ready.wait()
+                if route.capabilities and self.view is not None and not self.view.follows(route.capabilities):
+                    # The view's first snapshot (waited for a little), and these capabilities' instances.
+                    with anyio.move_on_after(max(0.0, deadline - clock())):
+                        await self.view.follow(route.capabilities, ready_wait=VIEW_READY_WAIT)
                 while True:
                     if route.agent is not None:
                         name = route.agent

@@ -22,8 +22,9 @@ log = logging.getLogger("a2a.runtime")
 
 STATE_WRITES = 2
 """State changes written per heartbeat interval at most: an instance flipping busy and back on
-every call costs the registry, and every view, that many writes and events per interval
-whatever its call rate (the latest state goes; this runtime's own view has each at once)."""
+every call costs the registry that many writes per interval whatever its call rate, and each
+view that follows one of its capabilities (or its agent) that many events; other views hear
+nothing of it (the latest state goes; this runtime's own view has each at once)."""
 
 
 class Presence:
@@ -32,7 +33,9 @@ class Presence:
     A state change (busy, available) is written within about 20 ms instead of at the next
     heartbeat, and then at most ``STATE_WRITES`` times per interval (a burst, or an instance
     flipping on every call, is one write of the latest state); heartbeats re-register an
-    instance the registry lost (it expired, or Redis restarted empty).
+    instance the registry lost (it expired, or Redis restarted empty). This runtime's own view
+    takes its instances' states from here, not from the registry's channels, which it may not
+    follow.
     """
 
     def __init__(
@@ -91,6 +94,8 @@ class Presence:
             return
         with anyio.move_on_after(2.0):
             for host in hosts:
+                if self.view is not None:
+                    self.view.remove(host.instance_id)  # its down event may go to channels not followed
                 try:
                     await self.registry.deregister(host.instance_id)
                 except Unavailable as exc:
@@ -108,9 +113,10 @@ class Presence:
         if view is None:
             raise NoCapableAgent("waiting for agents needs a registry")
         with anyio.move_on_after(timeout):
+            await view.follow(agents=names)
             await view.wait_until(lambda: all(view.instances_of(name) for name in names))
             return
-        missing = set(names) - {e.profile.name for e in view.entries()}
+        missing = {name for name in names if not view.instances_of(name)}
         raise DeadlineExceeded(f"agents not registered within {timeout}s: {', '.join(sorted(missing))}")
 
     async def run(self) -> None:
@@ -131,8 +137,12 @@ class Presence:
                 next_write = self.clock() + window
             if not self.hosts:
                 continue
+            states = [h.state() for h in self.hosts.values()]
+            if self.view is not None:  # its own instances: what it writes, whatever channels it follows
+                for state in states:
+                    self.view.set_state(state.agent_id, state.status, state.load, state.capacity, state.trust)
             try:
-                missing = await registry.heartbeat([h.state() for h in self.hosts.values()])
+                missing = await registry.heartbeat(states)
                 for host in self.hosts.values():
                     if host.instance_id in missing and not host.stopping:
                         with contextlib.suppress(RegistrationRefused):  # logged when it was served

@@ -172,7 +172,7 @@ class Runtime:
             )
         if self.registry is not None:
             stack.push_async_callback(_shielded, self.registry.aclose)
-            self.view = LocalView(self.registry, trust_floor=s.trust_floor)
+            self.view = LocalView(self.registry, trust_floor=s.trust_floor, follow="used")
         if self.registry is not None and not isinstance(self.registry, MemoryRegistry):  # Redis keeps them
             redis, ns, window = self.registry.redis, s.namespace, s.objective_window
             self.history = HistoryStore(redis, ns, redactor=self.redactor, objective_window=window)
@@ -212,7 +212,7 @@ class Runtime:
         tg.start_soon(bus.run)
         if self.view is not None:
             view = self.view
-            self.telemetry.watch_registry(lambda: len(view.entries()))
+            self.telemetry.watch_registry(view.size)
             await tg.start(view.run)
             tg.start_soon(self.presence.run)
         if self.audit.enabled:

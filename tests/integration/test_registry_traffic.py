@@ -185,6 +185,13 @@ def test_the_registry_benchmark_runs_and_a_steady_registry_publishes_nothing(red
     each, coalesced = result["busy-each"], result["busy-coalesced"]
     assert coalesced["state_writes_per_s"] <= 300 * STATE_WRITES * 1.2 < each["state_writes_per_s"]
     assert coalesced["view_events_per_s"] < each["view_events_per_s"]
+    # The view that follows one capability (half the instances offer it) holds and hears half,
+    # and at 2.5 times the call rate it hears no more than at the first: the writes are bounded.
+    assert result["used_view_entries"] == 150
+    fast, faster = result["busy-coalesced-fast"], result["busy-coalesced-faster"]
+    assert faster["calls_per_s"] == 2 * fast["calls_per_s"] == 5 * coalesced["calls_per_s"]
+    assert 0 < coalesced["used_view_events_per_s"] < 0.75 * coalesced["view_events_per_s"]
+    assert faster["used_view_events_per_s"] <= 150 * STATE_WRITES * 1.2
 
 
 async def _beating(registry: Registry, states: list[InstanceState], dead: set[str]) -> None:

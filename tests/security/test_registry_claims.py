@@ -275,7 +275,7 @@ async def test_a_flood_of_forged_state_events_does_not_stop_calls_by_capability(
     Redis user floods the events channel with state events that take it out of routing
     (trust 0, busy, offline, capacity 0) while a client keeps calling by capability."""
     attacker = aioredis.Redis.from_url(acl_server.url("reader"))
-    channel = registries["reader"].keys.events
+    channel = registries["reader"].keys.capability_events("code.edit")  # what the client's view follows
     extra = {"heartbeat_interval": INTERVAL}
     outcomes = {"ok": 0, "no_capable_agent": 0, "other": 0}
     published = 0
@@ -287,6 +287,7 @@ async def test_a_flood_of_forged_state_events_does_not_stop_calls_by_capability(
         view = client.view
         assert view is not None
         await ready(view)
+        await view.follow(["code.edit"])
         await until(lambda: view.get(host.instance_id) is not None)
         for i in range(3):  # routing works before the attack
             out = await client.call(by_capability("code.edit"), "edit", {"n": i}, timeout=2)

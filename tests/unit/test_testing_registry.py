@@ -137,6 +137,7 @@ async def test_under_skewed_load_the_less_loaded_of_equal_instances_is_chosen() 
     ):
         ids = {"a": instance(a, "worker"), "b": instance(b, "worker")}
         view = view_of(caller)
+        await view.follow(["code.edit"])  # what the first call by capability would do
         for loaded, other in (("a", "b"), ("b", "a")):
             async with anyio.create_task_group() as tg:
                 for _ in range(3):  # 3 of its 4 slots: still available, three quarters loaded
@@ -146,6 +147,36 @@ async def test_under_skewed_load_the_less_loaded_of_equal_instances_is_chosen() 
                     assert await caller.call(by_capability("code.edit"), "whoami") == ids[other]
                 gates[loaded].set()
             await until_seen(view, ids[loaded], "available", 0)
+
+
+async def test_a_view_follows_the_capabilities_it_routes_to_and_hears_nothing_of_others() -> None:
+    gates = {"x": anyio.Event(), "y": anyio.Event()}
+    xer = offering("xer", "cap.x", gate=gates["x"], max_concurrency=1)
+    yer = offering("yer", "cap.y", gate=gates["y"], max_concurrency=1)
+    async with (
+        TestBroker() as broker,
+        broker.runtime(xer, yer, heartbeat_interval=FAST) as serving,
+        broker.runtime(heartbeat_interval=FAST) as caller,
+        broker.runtime(heartbeat_interval=FAST) as other,
+    ):
+        view = view_of(caller)
+        await view.ready.wait()
+        assert view.size() == 0  # nothing asked for yet: nothing held
+        assert await caller.call(by_capability("cap.x"), "whoami") == instance(serving, "xer")
+        assert view.follows(["cap.x"]) and not view.follows(["cap.y"])
+        await anyio.sleep(4 * FAST)
+        heard = view.heard
+        async with anyio.create_task_group() as tg:  # y busy, then available: not for this view
+            tg.start_soon(other.call, "yer", "whoami", {"hold": True})
+            await anyio.sleep(4 * FAST)
+            gates["y"].set()
+        await anyio.sleep(4 * FAST)
+        assert view.heard == heard and view.get(instance(serving, "yer")) is None
+        async with anyio.create_task_group() as tg:  # x busy: heard
+            tg.start_soon(other.call, "xer", "whoami", {"hold": True})
+            await until_seen(view, instance(serving, "xer"), "busy")
+            gates["x"].set()
+        assert view.heard > heard
 
 
 async def test_an_instance_trusted_less_than_the_callers_floor_is_not_chosen() -> None:
