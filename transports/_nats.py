@@ -51,13 +51,14 @@ class _FastHeaders(NatsClient):
         return out
 
 
+def _parser_kind(client: type) -> list[str] | None:
+    """The parameters of a client class's static header parser (None: it has none such)."""
+    found = inspect.getattr_static(client, "_parse_header_lines", None)
+    return list(inspect.signature(found.__func__).parameters) if isinstance(found, staticmethod) else None
+
+
 # Only over the parser this one was written against (a staticmethod of the raw block).
-_Client = (
-    _FastHeaders
-    if isinstance(inspect.getattr_static(NatsClient, "_parse_header_lines", None), staticmethod)
-    and list(inspect.signature(NatsClient._parse_header_lines).parameters) == ["raw"]
-    else NatsClient
-)
+_Client = _FastHeaders if _parser_kind(NatsClient) == ["raw"] else NatsClient
 
 
 log = logging.getLogger("a2a.transport.nats")
