@@ -154,8 +154,6 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     async def run(settings: Settings) -> None:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with Runtime(settings) as runtime, anyio.create_task_group() as tg:
-                if runtime.view is not None:  # the gateway lists every agent: its view holds them all
-                    await runtime.view.follow_all()
                 port = await tg.start(
                     lambda task_status: serve_gateway(
                         runtime,

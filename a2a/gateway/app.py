@@ -274,6 +274,8 @@ async def serve_gateway(
         raise ValueError("the gateway keeps tasks in Redis: configure REDIS_URL")
     if not auth.open and runtime.grants is None and runtime.settings.require_grants:
         raise ValueError("the gateway signs user grants: set A2A_GRANT_SEED")
+    if runtime.view is not None:  # the gateway lists every agent: its view holds them all
+        await runtime.view.follow_all()
     store = TaskStore(runtime.registry.redis, runtime.settings.namespace, ttl=config.task_ttl)
     service = GatewayService(runtime, store, config)
     served = Served(service, auth, MAX_BODY)
