@@ -19,6 +19,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -41,11 +42,22 @@ class ServerError(RuntimeError):
     """A server binary is missing or a server did not start."""
 
 
+_HANDED_OUT: deque[int] = deque(maxlen=512)
+"""Ports :func:`free_port` gave lately: one not bound yet is free again to the kernel."""
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    """A TCP port nothing listens on right now, and not one this process was given lately
+    (a server configured with several ports binds them only once it starts, so two calls
+    before then could otherwise get the same one)."""
+    for _ in range(64):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            break
+    _HANDED_OUT.append(port)
+    return port
 
 
 def _port_open(host: str, port: int) -> bool:
