@@ -2,7 +2,8 @@
 -- Conversation history (a2a.stores.history), in the same library: a batch of captured calls
 -- is one FCALL with a few arguments, not six commands per call. KEYS[1] is the namespace's
 -- conversation prefix (``P conv:``); conversation <id> is its meta hash (userId, goal,
--- summary) KEYS[1] .. <id> .. ':meta' and its messages list KEYS[1] .. <id> .. ':messages'.
+-- summary, writes: exchanges written so far, summarised: the writes its summary covers)
+-- KEYS[1] .. <id> .. ':meta' and its messages list KEYS[1] .. <id> .. ':messages'.
 
 local function batch_of(raw)
   local ok, batch = pcall(cjson.decode, raw)
@@ -10,16 +11,28 @@ local function batch_of(raw)
   return batch
 end
 
+local UNREADABLE = '\0'  -- an owner no user id equals: a meta hash of the wrong type
+
+-- The conversation's owner: '' when it has none, UNREADABLE when its meta cannot be read.
+local function owner_of(meta)
+  local reply = redis.pcall('HGET', meta, 'userId')
+  if failed(reply) then return UNREADABLE end
+  if not reply then return '' end
+  if reply == '' then return UNREADABLE end  -- claimed by an empty id: nobody's to write
+  return reply
+end
+
 -- ARGV: ttl, max messages, and the batch as one JSON array of exchanges, each [conversation
 -- id, user ('' for none), goal ('' for none: a conversation's first user request becomes it),
 -- request message JSON, answer message JSON]. An exchange for another user than the
--- conversation's owner (or for none, when it has one) is not written. Returns the numbers
--- (from 0) of the exchanges written and, for each conversation written, its id and how many
--- messages it holds now.
+-- conversation's owner (or for none, when it has one) is not written, nor one whose
+-- conversation's meta cannot be read. Returns the numbers (from 0) of the exchanges
+-- written and, for each conversation written, its id, its writes now and its messages
+-- now (before trimming).
 local function history_append(keys, args)
   local ttl, max, batch = tonumber(args[1]), tonumber(args[2]), batch_of(args[3])
   if not batch then return redis.error_reply('ERR a history batch is a JSON array') end
-  local owners, lengths, goals, written = {}, {}, {}, {}
+  local owners, lengths, writes, goals, written = {}, {}, {}, {}, {}
   for n, x in ipairs(batch) do
     local id, user, goal, request, answer = x[1], x[2], x[3], x[4], x[5]
     if type(id) == 'string' and id ~= '' and type(user) == 'string' and type(goal) == 'string'
@@ -27,13 +40,15 @@ local function history_append(keys, args)
       local meta = keys[1] .. id .. ':meta'
       local owner = owners[id]
       if owner == nil then
-        owner = read('HGET', meta, 'userId') or ''
+        owner = owner_of(meta)
         owners[id] = owner
       end
       if owner == '' or owner == user then
         lengths[id] = write('RPUSH', keys[1] .. id .. ':messages', request, answer)
+        local count = redis.pcall('HINCRBY', meta, 'writes', 1)
+        writes[id] = failed(count) and -1 or count  -- -1: a count of another's making, unknown
         if goal ~= '' and not goals[id] then
-          write('HSETNX', meta, 'goal', goal)
+          redis.call('HSETNX', meta, 'goal', goal)
           goals[id] = true
         end
         written[#written + 1] = n - 1
@@ -45,15 +60,15 @@ local function history_append(keys, args)
     local messages = keys[1] .. id .. ':messages'
     redis.call('LTRIM', messages, -max, -1)
     redis.call('EXPIRE', messages, ttl)
-    if goals[id] then redis.call('EXPIRE', keys[1] .. id .. ':meta', ttl) end
-    held[#held + 1] = id
-    held[#held + 1] = length
+    redis.call('EXPIRE', keys[1] .. id .. ':meta', ttl)
+    held[#held + 1] = {id, writes[id], length}
   end
   return {written, held}
 end
 
 -- ARGV: how many of the latest messages, and a JSON array of conversation ids. Per
--- conversation: its goal, its summary (nil when missing or unreadable) and its latest messages.
+-- conversation: its goal, its summary (nil when missing or unreadable), its latest
+-- messages and its writes.
 local function history_inputs(keys, args)
   local window, ids = math.max(1, tonumber(args[1]) or 1), batch_of(args[2])
   if not ids then return redis.error_reply('ERR conversation ids are a JSON array') end
@@ -64,23 +79,30 @@ local function history_inputs(keys, args)
       read('HGET', meta, 'goal'),
       read('HGET', meta, 'summary'),
       read('LRANGE', keys[1] .. tostring(id) .. ':messages', -window, -1) or {},
+      tonumber(read('HGET', meta, 'writes')) or 0,
     }
   end
   return out
 end
 
--- ARGV: ttl, and a JSON array of [conversation id, summary].
+-- ARGV: ttl, and a JSON array of [conversation id, summary, the writes it covers]. A summary
+-- is written only over one of fewer writes: a slow summariser's older summary never
+-- replaces a newer one. Returns how many were written.
 local function history_summaries(keys, args)
-  local ttl, pairs_ = tonumber(args[1]), batch_of(args[2])
-  if not pairs_ then return redis.error_reply('ERR summaries are a JSON array') end
-  for _, x in ipairs(pairs_) do
-    if type(x[1]) == 'string' and type(x[2]) == 'string' then
+  local ttl, items = tonumber(args[1]), batch_of(args[2])
+  if not items then return redis.error_reply('ERR summaries are a JSON array') end
+  local n = 0
+  for _, x in ipairs(items) do
+    if type(x[1]) == 'string' and type(x[2]) == 'string' and type(x[3]) == 'number' then
       local meta = keys[1] .. x[1] .. ':meta'
-      write('HSET', meta, 'summary', x[2])
-      redis.call('EXPIRE', meta, ttl)
+      if (tonumber(read('HGET', meta, 'summarised')) or -1) < x[3] then
+        write('HSET', meta, 'summary', x[2], 'summarised', x[3])
+        redis.call('EXPIRE', meta, ttl)
+        n = n + 1
+      end
     end
   end
-  return #pairs_
+  return n
 end
 
 redis.register_function{function_name = '@FN@history_append', callback = history_append}

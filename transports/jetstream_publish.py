@@ -75,10 +75,15 @@ class StoredPublisher:
             self._sub = await self.nc.subscribe(f"{self._prefix}*", cb=self._answered)
 
     async def stop(self) -> None:
+        """Stop hearing acks: publishes still waiting for one fail at once."""
         if self._sub is not None:
             with suppress(nats.errors.Error):
                 await self._sub.unsubscribe()
             self._sub = None
+        waiting, self._waiting = self._waiting, {}
+        for future in waiting.values():
+            if not future.done():
+                future.set_exception(TransportError("the store closed before the server's ack came"))
 
     async def _answered(self, msg: Msg) -> None:
         future = self._waiting.pop(msg.subject[len(self._prefix) :], None)
@@ -93,7 +98,8 @@ class StoredPublisher:
             TransportError: no stream takes the subject, no ack came in time, or the answer
                 is no ack.
         """
-        assert self._sub is not None, "StoredPublisher.start() was not called"
+        if self._sub is None:
+            raise TransportError("stored publishes are not open (StoredPublisher.start)")
         token = str(next(self._tokens))
         future: asyncio.Future[Msg] = asyncio.get_running_loop().create_future()
         self._waiting[token] = future

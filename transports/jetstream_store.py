@@ -110,9 +110,17 @@ class JetStreamDurable(DurableStore):
         Raises:
             TransportError: no JetStream, or this user may neither see nor make them.
         """
-        c = self.config
         with jetstream_errors("opening the task stream"):
             await self._stored.start()
+        try:
+            await self._find_or_make()
+        except BaseException:
+            await self._stored.stop()  # not opened: no inbox subscription left behind
+            raise
+
+    async def _find_or_make(self) -> None:
+        c = self.config
+        with jetstream_errors("opening the task stream"):
             try:
                 info = await self._js.stream_info(c.stream)
                 self.ttl_supported = bool(info.config.allow_msg_ttl)

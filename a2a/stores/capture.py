@@ -24,7 +24,6 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-import weakref
 from typing import Any
 
 import anyio
@@ -94,57 +93,21 @@ def answer_text(result: Any, error: A2AError | None, redactor: Redactor, limit: 
 
 
 def redacted_json(value: Any, redactor: Redactor) -> str:
-    """``value`` as JSON with every string redacted (:meth:`~Redactor.redact_value`), and
-    the whole text redacted again only when a key holds something a rule finds: strings are
-    redacted once, as they are, not a second time inside their JSON escapes."""
-    walked = redactor.redact_value(value)
+    """``value`` as JSON, redacted twice: each string as it is (and a value under a secret
+    key name), then the whole text, which holds what the strings alone do not (a name and
+    its value together, numbers such as card numbers, keys)."""
     try:
-        encoded = _json.encode(walked).decode()
+        encoded = _json.encode(redactor.redact_value(value)).decode()
     except (TypeError, ValueError):
         return type(value).__name__
-    keys = "\n".join(_keys(walked, []))
-    if keys and not _clean_keys(keys, redactor):
-        encoded = redactor.redact(encoded)
-    return encoded
-
-
-_CLEAN: weakref.WeakKeyDictionary[Redactor, dict[str, None]] = weakref.WeakKeyDictionary()
-"""Per redactor, key texts it found nothing in: results of one kind repeat their keys."""
-
-
-def _clean_keys(keys: str, redactor: Redactor) -> bool:
-    """Whether no rule of ``redactor`` finds anything in ``keys`` (remembered for short texts)."""
-    clean = _CLEAN.get(redactor)
-    if clean is None:
-        clean = _CLEAN[redactor] = {}
-    if keys in clean:
-        return True
-    if redactor.redact(keys) != keys:
-        return False
-    if len(keys) <= 512:
-        if len(clean) >= 4096:
-            clean.clear()
-        clean[keys] = None
-    return True
-
-
-def _keys(value: Any, into: list[str]) -> list[str]:
-    """The keys of the dicts in ``value`` (a redacted value: its depth is bounded), as text."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            into.append(str(k))
-            _keys(v, into)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _keys(v, into)
-    return into
+    return redactor.redact(encoded)
 
 
 def _digest(conversation_id: str, exchanges: list[Exchange]) -> SummaryInput:
     """What a summariser needs of a conversation that holds only ``exchanges``."""
     goal = next((x.request.content for x in exchanges if x.request.role == "user"), None)
     messages = [m for x in exchanges for m in (x.request, x.answer)][-SUMMARY_WINDOW:]
-    return SummaryInput(conversation_id=conversation_id, goal=goal, messages=messages)
+    return SummaryInput(conversation_id=conversation_id, goal=goal, messages=messages, writes=len(exchanges))
 
 
 class CaptureStats(msgspec.Struct, kw_only=True):
@@ -266,7 +229,8 @@ class HistoryRecorder:
                 by_conversation.setdefault(exchange.conversation_id, []).append(exchange)
             for conversation_id, exchanges in by_conversation.items():
                 # A conversation holding only these messages is summarised without reading it.
-                new = appended.lengths.get(conversation_id) == 2 * len(exchanges)
+                writes = appended.writes.get(conversation_id)
+                new = writes == len(exchanges) and appended.lengths.get(conversation_id) == 2 * writes
                 self._dirty[conversation_id] = _digest(conversation_id, exchanges) if new else None
             if written:
                 self._stale.set()
@@ -316,7 +280,7 @@ class HistoryRecorder:
         """Bring these conversations' summaries up to date, written in one round trip; a
         summariser's failure keeps that conversation's old summary, the store's keeps them all."""
         assert self.history is not None  # something was written: enabled
-        summaries: dict[str, str] = {}
+        summaries: list[tuple[str, str, int]] = []
         for digest in digests:
             try:
                 text = self.summariser(digest)
@@ -330,14 +294,12 @@ class HistoryRecorder:
             text = str(text)
             if self.summariser is not summarise:  # the default one only quotes redacted messages
                 text = self.redactor.redact(text)
-            summaries[digest.conversation_id] = preview(text, SUMMARY_CHARS)
+            summaries.append((digest.conversation_id, preview(text, SUMMARY_CHARS), digest.writes))
         try:
-            await self.history.set_summaries(summaries)
+            self.stats.summaries += await self.history.set_summaries(summaries)
         except Exception as exc:
             self.stats.summary_failures += len(summaries)
             self._warn(f"summaries of {len(summaries)} conversations not written: {exc!r}")
-            return
-        self.stats.summaries += len(summaries)
 
     def _warn(self, message: str) -> None:
         """Log a warning at most every LOG_EVERY seconds, saying how many went unlogged."""

@@ -67,10 +67,12 @@ class Exchange(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Appended(msgspec.Struct):
-    """What :meth:`HistoryStore.append_exchanges` wrote: the exchanges, and how many messages
-    each conversation written to holds now (before trimming)."""
+    """What :meth:`HistoryStore.append_exchanges` wrote: the exchanges, and for each
+    conversation written to, how many exchanges were ever written to it and how many
+    messages it holds (before trimming), both now."""
 
     written: list[Exchange] = msgspec.field(default_factory=list)
+    writes: dict[str, int] = msgspec.field(default_factory=dict)
     lengths: dict[str, int] = msgspec.field(default_factory=dict)
 
 
@@ -198,8 +200,9 @@ class HistoryStore:
             with redis_errors("append exchanges"):
                 kept, held = await call_function(self.redis, "history_append", [self._base], args)
             appended.written += (part[int(n)] for n in kept)
-            for i in range(0, len(held) - 1, 2):
-                appended.lengths[_text(held[i]) or ""] = int(held[i + 1])
+            for conversation, writes, length in held:
+                appended.writes[_text(conversation) or ""] = int(writes)
+                appended.lengths[_text(conversation) or ""] = int(length)
         return appended
 
     async def summary_inputs(self, conversation_ids: Sequence[str], window: int) -> list[SummaryInput]:
@@ -212,10 +215,11 @@ class HistoryStore:
             SummaryInput(
                 conversation_id=conversation_id,
                 goal=_text(goal),
-                messages=[_message_decoder.decode(m) for m in raw or ()],
+                messages=_readable(raw or ()),
                 previous=_text(previous),
+                writes=int(writes),
             )
-            for conversation_id, (goal, previous, raw) in zip(conversation_ids, replies, strict=True)
+            for conversation_id, (goal, previous, raw, writes) in zip(conversation_ids, replies, strict=True)
         ]
 
     async def summary_input(self, conversation_id: str, window: int) -> SummaryInput:
@@ -223,12 +227,15 @@ class HistoryStore:
         (found,) = await self.summary_inputs([conversation_id], window)
         return found
 
-    async def set_summaries(self, summaries: dict[str, str]) -> None:
-        """Write each conversation's summary, in one round trip (the library's ``history_summaries``)."""
-        if summaries:
-            args = [self.ttl, _message_encoder.encode(list(summaries.items()))]
-            with redis_errors("write summaries"):
-                await call_function(self.redis, "history_summaries", [self._base], args)
+    async def set_summaries(self, summaries: Sequence[tuple[str, str, int]]) -> int:
+        """Write each ``(conversation, summary, writes)`` in one round trip (the library's
+        ``history_summaries``), unless the conversation keeps a summary of as many writes or
+        more; how many were written."""
+        if not summaries:
+            return 0
+        args = [self.ttl, _message_encoder.encode(list(summaries))]
+        with redis_errors("write summaries"):
+            return int(await call_function(self.redis, "history_summaries", [self._base], args))
 
     async def record(self, conversation_id: str, interaction: Interaction) -> None:
         """Record one sub-agent interaction: who asked whom what, and a preview of the outcome.
@@ -274,6 +281,17 @@ class HistoryStore:
                     await self.redis.set(name, ANSWERED + request_id, px=keep_ms, xx=True)
                 else:
                     await self.redis.delete(name)
+
+
+def _readable(raw: Sequence[bytes | str]) -> list[ChatMessage]:
+    """The stored messages that decode (any user may write a conversation's list)."""
+    messages = []
+    for one in raw:
+        try:
+            messages.append(_message_decoder.decode(one))
+        except msgspec.DecodeError:
+            continue
+    return messages
 
 
 def _text(value: bytes | str | None) -> str | None:

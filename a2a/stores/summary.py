@@ -38,6 +38,9 @@ class SummaryInput(msgspec.Struct, kw_only=True):
     """The latest messages, oldest first (redacted as stored)."""
     previous: str | None = None
     """The summary kept so far, if any."""
+    writes: int = 0
+    """Exchanges written to the conversation when this was read: a summary of it is kept
+    only over one of fewer (a slow summariser's never replaces a newer one's)."""
 
 
 Summariser = Callable[[SummaryInput], str | Awaitable[str]]

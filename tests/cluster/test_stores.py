@@ -194,7 +194,7 @@ async def test_history_store(client: Redis, namespace: str) -> None:
     assert appended.lengths == {"c2": 2}
     (inputs,) = await history.summary_inputs(["c2"], 5)
     assert inputs.goal == "goal" and [m.content for m in inputs.messages] == ["goal", "ok"]
-    await history.set_summaries({"c2": "a batch"})
+    assert await history.set_summaries([("c2", "a batch", 1)]) == 1
     assert await history.summary("c2") == "a batch"
     call = Interaction(
         caller="a", target="b", task="task", output_preview="out", success=True,

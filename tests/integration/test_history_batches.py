@@ -53,12 +53,13 @@ async def test_a_batch_writes_each_conversation_of_its_owner_in_order(
     appended = await history.append_exchanges(batch)
     assert [x.request.content for x in appended.written] == ["first", "q1", "second", "q2", "third"]
     assert appended.lengths == {"owned": 6, "open": 4}  # before trimming to max_messages
+    assert appended.writes == {"owned": 3, "open": 2}
     assert [m.content for m in await history.messages("owned")] == ["second", "a2", "third", "a3"]
     assert [m.content for m in await history.messages("open")] == ["q1", "r1", "q2", "r2"]
     (owned, open_) = await history.summary_inputs(["owned", "open"], 3)
     assert owned.goal == "first" and open_.goal == "q2"  # the first user request, kept past trimming
     assert [m.content for m in owned.messages] == ["a2", "third", "a3"]
-    await history.set_summaries({"owned": "alice's", "open": "anyone's"})
+    assert await history.set_summaries([("owned", "alice's", 3), ("open", "anyone's", 2)]) == 2
     assert await history.summary("owned") == "alice's"
     assert (await history.summary_inputs(["open"], 1))[0].previous == "anyone's"
     assert await client.ttl(history._key("owned", "messages")) > 0
@@ -72,6 +73,7 @@ async def test_batches_longer_than_one_call_and_odd_ids(client: aioredis.Redis, 
     appended = await history.append_exchanges(batch)  # three FCALLs of 256 at most
     assert len(appended.written) == 600
     assert appended.lengths == dict.fromkeys(ids, 300)
+    assert appended.writes == dict.fromkeys(ids, 150)
     for n, conversation in enumerate(ids):
         messages = await history.messages(conversation)
         assert [m.content for m in messages[:2]] == [f"m{n}", f"a{n}"]
@@ -86,7 +88,34 @@ async def test_malformed_batches_are_refused_by_the_function(client: aioredis.Re
     message = json.dumps({"role": "user", "content": "hi"})
     rows = json.dumps([[1, "u", "", "{}", "{}"], ["ok", "", "", message, "{}"], "x"])
     kept, held = await call_function(client, "history_append", base, [60, 10, rows])
-    assert kept == [1] and held == ["ok", 2]
+    assert kept == [1] and held == [["ok", 1, 2]]
+
+
+async def test_an_older_summary_never_replaces_a_newer_one(client: aioredis.Redis, namespace: str) -> None:
+    history = HistoryStore(client, namespace)
+    await history.append_exchanges([exchange("c", "alice", f"m{i}", f"a{i}") for i in range(3)])
+    assert await history.set_summaries([("c", "of three", 3)]) == 1
+    assert await history.set_summaries([("c", "of one, from a slow summariser", 1)]) == 0
+    assert await history.summary("c") == "of three"
+    assert await history.set_summaries([("c", "of three again", 3)]) == 0
+    (inputs,) = await history.summary_inputs(["c"], 2)
+    assert inputs.writes == 3
+
+
+async def test_what_other_users_wrote_into_the_store_blocks_nobody_else(
+    client: aioredis.Redis, namespace: str
+) -> None:
+    history = HistoryStore(client, namespace)
+    await history.append_exchanges([exchange(c, "alice", "hello", "hi") for c in ("bad", "good")])
+    await client.rpush(history._key("bad", "messages"), "not a message")
+    bad, good = await history.summary_inputs(["bad", "good"], 10)
+    assert [m.content for m in bad.messages] == ["hello", "hi"]  # the unreadable one is left out
+    assert [m.content for m in good.messages] == ["hello", "hi"]
+    await client.set(history._key("odd", "meta"), "not a hash")  # a meta of the wrong type
+    appended = await history.append_exchanges([exchange("odd", "alice", "q", "a")])
+    assert appended.written == [] and await client.get(history._key("odd", "meta")) == "not a hash"
+    await client.hset(history._key("empty", "meta"), "userId", "")  # claimed by an empty id
+    assert (await history.append_exchanges([exchange("empty", None, "q", "a")])).written == []
 
 
 async def test_a_new_conversation_is_summarised_without_reading_it(settings: Settings) -> None:

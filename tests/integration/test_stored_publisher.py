@@ -104,3 +104,30 @@ async def test_a_cancelled_publish_leaves_nothing_waiting(nc: Client, publisher:
     with anyio.move_on_after(0.1):
         await publisher.publish(subject, b"x", {})
     assert not publisher._waiting
+
+
+async def test_not_open_or_closed_it_fails_with_a_typed_error_at_once(nc: Client, stream: str) -> None:
+    stored = StoredPublisher(nc, timeout=5)
+    with pytest.raises(TransportError, match="not open"):
+        await stored.publish(f"{stream}.a", b"x", {})
+    await stored.start()
+    subject = f"slow.{uuid.uuid4().hex}"
+
+    async def never(msg: Msg) -> None:
+        pass
+
+    await nc.subscribe(subject, cb=never)
+    failed: list[BaseException] = []
+
+    async def waiting() -> None:
+        try:
+            await stored.publish(subject, b"x", {})
+        except TransportError as exc:
+            failed.append(exc)
+
+    with anyio.fail_after(2):  # well before the 5 s the ack could take
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(waiting)
+            await anyio.sleep(0.1)
+            await stored.stop()
+    assert len(failed) == 1 and "closed" in str(failed[0])

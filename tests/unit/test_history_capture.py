@@ -94,3 +94,18 @@ def test_json_answers_are_redacted_per_string_and_keys_that_hold_secrets_too() -
     assert secret_key not in answer_text({secret_key: 1, "n": 2}, None, redactor)  # a secret as a key
     assert answer_text({"text": "x" * 64, "n": 1}, None, redactor) == '{"text":"' + "x" * 64 + '","n":1}'
     assert answer_text({"secret": {"a": "b"}}, None, redactor) == '{"secret":"[SECRET]"}'
+
+
+def test_secrets_a_name_and_its_value_make_together_and_numbers_are_redacted_too() -> None:
+    redactor = Redactor()
+    for value, secret in (
+        ({"db_pass": "hunter2"}, "hunter2"),
+        ({"pw": "hunter2x"}, "hunter2x"),
+        ({"token_hash": "abcd1234"}, "abcd1234"),
+        ({"secret_key_base": "s3cr3tvalue"}, "s3cr3tvalue"),
+        ({"user_pass": 123456}, "123456"),
+        (4111111111111111, "4111111111111111"),
+        ([4111111111111111], "4111111111111111"),
+        ({"card": 4111111111111111}, "4111111111111111"),
+    ):
+        assert secret not in answer_text(value, None, redactor), value
