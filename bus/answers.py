@@ -35,7 +35,7 @@ def response_to(
         in_reply_to=request.message_id,
         protocol_version=PROTOCOL_VERSION,
         payload=Payload(action=request.payload.action, result=result),
-        metadata=_follow(request.metadata),
+        metadata=request.metadata.answered(int(time.time() * 1000)),
     )
     if request.user_id is not None:
         response.user_id = request.user_id
@@ -63,7 +63,7 @@ def error_to(
             error=error.to_info(),
             usage=usage,
         ),
-        metadata=_follow(request.metadata) if request else _unread(named),
+        metadata=request.metadata.answered(int(time.time() * 1000)) if request else _unread(named),
     )
 
 
@@ -71,20 +71,6 @@ def _unread(named: str) -> Metadata:
     """The metadata of an error to a message that could not be read: the call its reply subject names."""
     return Metadata(
         timestamp=int(time.time() * 1000), correlation_id=named or "unknown", request_id=named or None
-    )
-
-
-def _follow(meta: Metadata) -> Metadata:
-    """A reply's metadata: the request's ids, hop count and limits, and the time now."""
-    return Metadata(
-        timestamp=int(time.time() * 1000),
-        correlation_id=meta.correlation_id,
-        request_id=meta.request_id,
-        hop_count=meta.hop_count,
-        max_hops=meta.max_hops,
-        depth=meta.depth,
-        max_depth=meta.max_depth,
-        priority=meta.priority,
     )
 
 

@@ -254,7 +254,7 @@ def encode_reply(reply: ResponseEnvelope | ErrorEnvelope, request: RequestEnvelo
         or reply.user_id != request.user_id
         or p.action != request.payload.action
         or p.parameters is not None
-        or meta != _reply_metadata(asked, meta.timestamp)
+        or meta != asked.answered(meta.timestamp)
         or reply.required_capabilities is not None
         or reply.user_grant is not None
         or reply.grants is not None
@@ -301,21 +301,7 @@ def decode_reply(data: bytes, request: RequestEnvelope) -> ResponseEnvelope | Er
         user_id=request.user_id,
         protocol_version=c.protocol_version,
         payload=Payload(action=request.payload.action, result=c.result, error=c.error, usage=c.usage),
-        metadata=_reply_metadata(request.metadata, c.timestamp),
-    )
-
-
-def _reply_metadata(asked: Metadata, timestamp: int) -> Metadata:
-    """A reply's metadata: the request's ids, hop and limits (``bus.answers``), its own time."""
-    return Metadata(
-        timestamp=timestamp,
-        correlation_id=asked.correlation_id,
-        request_id=asked.request_id,
-        hop_count=asked.hop_count,
-        max_hops=asked.max_hops,
-        depth=asked.depth,
-        max_depth=asked.max_depth,
-        priority=asked.priority,
+        metadata=request.metadata.answered(c.timestamp),
     )
 
 

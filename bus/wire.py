@@ -118,6 +118,19 @@ class Metadata(Wire):
         """The id that names this request: its request id, else (a peer before 1.3) its correlation id."""
         return self.request_id or self.correlation_id
 
+    def answered(self, timestamp: int) -> Metadata:
+        """The metadata of a reply to this request: its ids, hop count and limits, made at ``timestamp``."""
+        return Metadata(
+            timestamp=timestamp,
+            correlation_id=self.correlation_id,
+            request_id=self.request_id,
+            hop_count=self.hop_count,
+            max_hops=self.max_hops,
+            depth=self.depth,
+            max_depth=self.max_depth,
+            priority=self.priority,
+        )
+
 
 class Orchestration(Wire):
     """Control metadata of a message an operator-driven session forwards (seed 001), kept
