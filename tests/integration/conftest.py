@@ -1,4 +1,5 @@
-"""Fixtures shared by integration tests: a cluster of delegation test agents in three processes."""
+"""Fixtures shared by integration tests: a cluster of delegation test agents in three processes,
+and a registry of the test's own namespace."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from a2a import Runtime, Settings
+from discovery import Registry
 from tests.helpers import ROOT, AgentProcess
 
 ROSTER = str(ROOT / "tests" / "roster.yaml")
@@ -16,7 +18,17 @@ GROUPS = (
     ("tests.delegates:hop_b", "tests.delegates:reader_only"),
     ("tests.delegates:hop_c", "tests.delegates:hop_d"),
 )
+REGISTRY_INTERVAL = 0.2
+"""Heartbeat interval of the ``registry`` fixture."""
 AGENTS = ["hop_a", "shallow", "mute", "picky", "hop_b", "reader_only", "hop_c", "hop_d"]
+
+
+@pytest.fixture
+async def registry(redis_url: str, namespace: str) -> AsyncIterator[Registry]:
+    """A registry of the test's own namespace, heartbeats every REGISTRY_INTERVAL seconds."""
+    reg = Registry.from_url(redis_url, namespace=namespace, heartbeat_interval=REGISTRY_INTERVAL)
+    yield reg
+    await reg.aclose()
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -14,13 +13,6 @@ from hypothesis import strategies as st
 from discovery import AgentCapability, AgentProfile, InstanceState, LocalView, Registry, match_score
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def registry(redis_url: str, namespace: str) -> AsyncIterator[Registry]:
-    reg = Registry.from_url(redis_url, namespace=namespace, heartbeat_interval=0.2)
-    yield reg
-    await reg.aclose()
 
 
 def profile(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import anyio
 import msgspec
 import pytest
@@ -11,18 +9,10 @@ import pytest
 from a2a import Agent, AgentCapability, Context, Runtime, Settings, by_capability
 from discovery import InstanceState, LocalView, Registry
 
+from .conftest import REGISTRY_INTERVAL as INTERVAL
 from .test_registry import profile
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
-
-INTERVAL = 0.2
-
-
-@pytest.fixture
-async def registry(redis_url: str, namespace: str) -> AsyncIterator[Registry]:
-    reg = Registry.from_url(redis_url, namespace=namespace, heartbeat_interval=INTERVAL)
-    yield reg
-    await reg.aclose()
 
 
 async def _heard(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
 import anyio
 import msgspec
@@ -16,18 +15,10 @@ from a2a.core.presence import STATE_WRITES
 from discovery import InstanceState, LocalView, Registry
 from discovery._beats import VERIFY_EVERY
 
+from .conftest import REGISTRY_INTERVAL as INTERVAL
 from .test_registry import profile
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
-
-INTERVAL = 0.2
-
-
-@pytest.fixture
-async def registry(redis_url: str, namespace: str) -> AsyncIterator[Registry]:
-    reg = Registry.from_url(redis_url, namespace=namespace, heartbeat_interval=INTERVAL)
-    yield reg
-    await reg.aclose()
 
 
 class Events:
