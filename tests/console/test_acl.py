@@ -8,16 +8,15 @@ from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx
 import pytest
 
-from a2a import Agent, Context, Runtime, Settings
+from a2a import Runtime, Settings
 from a2a.console import ConsoleAuth, serve_console
 from a2a.sessions import Sessions, SharedCallPolicy
-from tests.security.redis_acl import AclServer, running_acl
+from tests.security.redis_acl import AclServer, running_acl, session_agents
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -34,23 +33,9 @@ def settings(acl: AclServer, nats_url: str, user: str) -> Settings:
     return Settings(nats_url=nats_url, redis_url=acl.url(user), namespace=NAMESPACE, heartbeat_interval=0.3)
 
 
-def agents() -> tuple[Agent, Agent]:
-    drafter, remote = Agent("drafter"), Agent("remote")
-
-    @drafter.action("prompt")
-    async def prompt(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        return {"draft_message": f"about: {params['objective']}"}
-
-    @remote.action("run")
-    async def run(ctx: Context, params: dict[str, Any]) -> str:
-        return "noted"
-
-    return drafter, remote
-
-
 async def test_an_edit_is_remembered_as_the_consoles_own_redis_user(acl: AclServer, nats_url: str) -> None:
     async with AsyncExitStack() as stack:
-        for agent in agents():
+        for agent in session_agents():
             agent_rt = await stack.enter_async_context(Runtime(settings(acl, nats_url, agent.name)))
             await agent_rt.serve(agent)
         rt = await stack.enter_async_context(Runtime(settings(acl, nats_url, "console")))

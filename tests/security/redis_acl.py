@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
+from a2a import Agent, Context
 from a2a.cli.nats_config import CLIENTS
 from a2a.cli.redis_config import load_functions, password_variable, render_acl
 from a2a.delegation.roster import Roster
@@ -116,3 +117,21 @@ async def until_async(predicate: Callable[[], Awaitable[bool]], timeout: float =
 async def ready(view: LocalView) -> None:
     with anyio.fail_after(5):
         await view.ready.wait()
+
+
+def session_agents(received: list[str] | None = None) -> tuple[Agent, Agent]:
+    """``drafter`` drafts one message per turn, ``remote`` answers it (noting each text it is
+    sent in ``received``)."""
+    drafter, remote = Agent("drafter"), Agent("remote")
+
+    @drafter.action("prompt")
+    async def prompt(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        return {"draft_message": f"about: {params['objective']}"}
+
+    @remote.action("run")
+    async def run(ctx: Context, params: dict[str, Any]) -> str:
+        if received is not None:
+            received.append(str(params.get("text")))
+        return "noted"
+
+    return drafter, remote

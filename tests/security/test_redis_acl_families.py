@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx
@@ -22,7 +21,7 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import NoPermissionError
 
-from a2a import Agent, Context, Runtime, Settings
+from a2a import Agent, Runtime, Settings
 from a2a.cli.main import build_parser, run_command
 from a2a.console import ConsoleAuth, serve_console
 from a2a.gateway import GatewayConfig
@@ -34,7 +33,7 @@ from discovery.registry import RegistryKeys
 from tests.gateway.agents import echo, slow
 from tests.gateway.conftest import action, gateway_on, message
 from tests.gateway.webhook import Receiver, receiver
-from tests.security.redis_acl import AclServer, running_acl
+from tests.security.redis_acl import AclServer, running_acl, session_agents
 from transports.a2a_http import Task, TaskStatus
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -75,22 +74,6 @@ async def serving(acl: AclServer, nats_url: str, *agents: Agent) -> AsyncIterato
             rt = await stack.enter_async_context(Runtime(as_user(acl, nats_url, agent.name)))
             await rt.serve(agent)
         yield
-
-
-def session_agents(received: list[str]) -> tuple[Agent, Agent]:
-    """``drafter`` drafts one message per turn, ``remote`` answers it."""
-    drafter, remote = Agent("drafter"), Agent("remote")
-
-    @drafter.action("prompt")
-    async def prompt(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        return {"draft_message": f"about: {params['objective']}"}
-
-    @remote.action("run")
-    async def run(ctx: Context, params: dict[str, Any]) -> str:
-        received.append(str(params.get("text")))
-        return "noted"
-
-    return drafter, remote
 
 
 async def test_agents_and_clients_get_noperm_on_users_tasks_and_sessions(deployed: AclServer) -> None:
