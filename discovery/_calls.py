@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -14,9 +14,8 @@ from redis.client import NEVER_DECODE
 from bus.rejects import Rejects
 
 from ._grants import MAX_GRANTS, Grants, parse_grants
-from ._library import call_with_library
+from ._library import call_function, call_with_library
 from ._records import RegistryKeys
-from ._scripts import FUNCTIONS
 from ._validate import FIELDS, Invalid, parse_instance
 from .errors import library_missing, redis_errors
 from .profile import AgentProfile
@@ -114,13 +113,7 @@ class LibraryCalls:
         FCALL_RO: Redis refuses any write from it, and ACL users with read-only rights
         on the keys (clients) may run it.
         """
-
-        def run() -> Awaitable[Any]:
-            return self.redis.execute_command(  # type: ignore[no-untyped-call]
-                "FCALL_RO", FUNCTIONS[op], len(keys), *keys, *args, **{NEVER_DECODE: True}
-            )
-
-        return await call_with_library(self.redis, run)
+        return await call_function(self.redis, op, keys, args, read_only=True, raw=True)
 
     # -- reading foreign bytes -------------------------------------------------------
 

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
+from redis.client import NEVER_DECODE
 
 from bus.errors import Unavailable
 
@@ -76,13 +77,21 @@ async def call_with_library(client: aioredis.Redis, run: Callable[[], Awaitable[
 
 
 async def call_function(
-    client: aioredis.Redis, op: str, keys: list[str], args: list[Any], *, read_only: bool = False
+    client: aioredis.Redis,
+    op: str,
+    keys: list[str],
+    args: list[Any],
+    *,
+    read_only: bool = False,
+    raw: bool = False,
 ) -> Any:
     """FCALL (``read_only``: FCALL_RO) the library's function ``op``, loading the library
-    first when the server has none. Errors are redis-py's, for the caller's ``redis_errors``."""
+    first when the server has none; ``raw``: the reply undecoded (bytes), whatever the
+    client decodes. Errors are redis-py's, for the caller's ``redis_errors``."""
     command = "FCALL_RO" if read_only else "FCALL"
+    options = {NEVER_DECODE: True} if raw else {}
 
     def run() -> Awaitable[Any]:
-        return client.execute_command(command, FUNCTIONS[op], len(keys), *keys, *args)  # type: ignore[no-untyped-call]
+        return client.execute_command(command, FUNCTIONS[op], len(keys), *keys, *args, **options)  # type: ignore[no-untyped-call]
 
     return await call_with_library(client, run)

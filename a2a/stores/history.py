@@ -115,7 +115,7 @@ class HistoryStore:
         self._base = f"{self.prefix}conv:"
 
     def _key(self, conversation_id: str, part: str) -> str:
-        return f"{self.prefix}conv:{conversation_id}:{part}"
+        return f"{self._base}{conversation_id}:{part}"
 
     async def claim(self, conversation_id: str, user_id: str) -> None:
         """Make ``user_id`` the owner of a new conversation, or check it owns an existing one.
@@ -221,11 +221,6 @@ class HistoryStore:
             )
             for conversation_id, (goal, previous, raw, writes) in zip(conversation_ids, replies, strict=True)
         ]
-
-    async def summary_input(self, conversation_id: str, window: int) -> SummaryInput:
-        """What a summariser needs: the goal, the summary so far and the last ``window`` messages."""
-        (found,) = await self.summary_inputs([conversation_id], window)
-        return found
 
     async def set_summaries(self, summaries: Sequence[tuple[str, str, int]]) -> int:
         """Write each ``(conversation, summary, writes)`` in one round trip (the library's
