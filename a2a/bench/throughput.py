@@ -210,15 +210,16 @@ async def _measure(
         for w in windows:
             w.disturbed = w.calibration_ms > DISTURBED * median_cal
 
+        def kept(mode: str, kind: str) -> list[Window]:
+            """The mode's windows of this kind: the undisturbed ones, or all when none is."""
+            found = [w for w in windows if w.mode == mode and w.kind == kind]
+            return [w for w in found if not w.disturbed] or found
+
         def figure(mode: str, kind: str) -> float:
-            values = [w.value for w in windows if w.mode == mode and w.kind == kind and not w.disturbed]
-            values = values or [w.value for w in windows if w.mode == mode and w.kind == kind]
-            return statistics.median(values)
+            return statistics.median(w.value for w in kept(mode, kind))
 
         def cpu_of(mode: str, process: str) -> float:
-            kept = [w for w in windows if w.mode == mode and w.kind == "throughput"]
-            kept = [w for w in kept if not w.disturbed] or kept
-            return round(statistics.median(w.cpu_us[process] for w in kept), 1)
+            return round(statistics.median(w.cpu_us[process] for w in kept(mode, "throughput")), 1)
 
         throughput = {m: round(figure(m, "throughput"), 1) for m in modes}
         p50 = {m: round(figure(m, "p50"), 1) for m in modes}
