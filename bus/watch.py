@@ -94,7 +94,7 @@ class Watch:
         subjects = caller.link.subjects
         now = anyio.current_time()
         before = now - PROBE_AFTER
-        instances: dict[str, list[str]] = {}
+        instances: set[str] = set()
         agents: dict[str, list[str]] = {}
         for correlation_id, slot in caller.pending.items():
             if slot.instance is not None:  # acknowledged: an instance of its agent, known from now on
@@ -104,23 +104,23 @@ class Watch:
                 continue
             instance = slot.instance or subjects.instance_of(slot.subject)
             if instance is not None:
-                instances.setdefault(instance, []).append(correlation_id)
+                instances.add(instance)
                 if slot.instance is None:
                     self._learn(instance, now)
             elif agent := subjects.agent_of(slot.subject):
                 agents.setdefault(agent, []).append(correlation_id)
         out = self._out
-        for instance, ids in instances.items():
+        for instance in instances:
             if "i" + instance not in out:
                 out.add("i" + instance)
-                tg.start_soon(self._instance, instance, ids)
+                tg.start_soon(self._instance, instance)
         for agent, ids in agents.items():
             if "a" + agent not in out:
                 out.add("a" + agent)
                 tg.start_soon(self._agent, agent, ids)
 
-    async def _instance(self, instance: str, ids: list[str]) -> None:
-        """Probe an instance; when nobody serves it, twice LOST_CONFIRM apart, its calls are lost."""
+    async def _instance(self, instance: str) -> None:
+        """Probe an instance; when nobody serves it, twice LOST_CONFIRM apart, the calls it held are lost."""
         caller = self._caller
         try:
             subject = caller.link.subjects.instance(instance)
@@ -137,18 +137,27 @@ class Watch:
         finally:
             self._out.discard("i" + instance)
         self._dead(instance, first)
+        # Every call it held ends now, also those too young for this round's probe: calls
+        # lost together end together (sent after the first probe, "no responders" ends them).
+        subjects = caller.link.subjects
         pending = caller.pending
-        for correlation_id in ids:
-            slot = pending.get(correlation_id)
-            if slot is not None and slot.instance in (None, instance):
-                pending.resolve(
-                    correlation_id,
-                    AgentLost(
-                        f"{instance} stopped responding while handling the call",
-                        agent=instance,
-                        details={"instance": instance},
-                    ),
-                )
+        held = [
+            correlation_id
+            for correlation_id, slot in pending.items()
+            if slot.opened < first
+            and not slot.local
+            and not slot.future.done()
+            and (slot.instance or subjects.instance_of(slot.subject)) == instance
+        ]
+        for correlation_id in held:
+            pending.resolve(
+                correlation_id,
+                AgentLost(
+                    f"{instance} stopped responding while handling the call",
+                    agent=instance,
+                    details={"instance": instance},
+                ),
+            )
 
     async def _agent(self, agent: str, ids: list[str]) -> None:
         try:
@@ -232,4 +241,4 @@ class Watch:
                 del known[instance]
             elif "i" + instance not in self._out:
                 self._out.add("i" + instance)
-                tg.start_soon(self._instance, instance, [])
+                tg.start_soon(self._instance, instance)

@@ -145,6 +145,17 @@ async def until(condition: Any, timeout: float, interval: float = 0.005) -> floa
     return anyio.current_time() - start
 
 
+async def whoami(rt: Runtime) -> dict[str, Any]:
+    """The reader's answer to ``whoami`` once it is up."""
+    with anyio.fail_after(20):
+        while True:
+            try:
+                answer: dict[str, Any] = await rt.call("reader", "whoami", timeout=1)
+                return answer
+            except A2AError:
+                await anyio.sleep(0.1)
+
+
 # -- a callee killed right after taking calls ------------------------------------------------
 
 
@@ -192,13 +203,7 @@ async def test_a_callee_killed_right_after_taking_calls_ends_them_as_agent_lost(
     log = files / "taken"
     with agent(secured_nats, redis_url, "reader") as callee:
         async with Runtime(as_user(secured_nats, "client")) as rt:
-            with anyio.fail_after(20):
-                while True:  # the callee is up once it answers
-                    try:
-                        me = await rt.call("reader", "whoami", timeout=1)
-                        break
-                    except A2AError:
-                        await anyio.sleep(0.1)
+            me = await whoami(rt)
             target = "reader" if route == "name" else by_instance(me["instance"])
             before = rt.bus.caller.withdrawals.sent
             outcomes, _ = await calls_then_kill(rt, [callee], target, log, calls=20, delay=delay)
@@ -214,6 +219,39 @@ async def test_a_callee_killed_right_after_taking_calls_ends_them_as_agent_lost(
     assert codes == {"AGENT_LOST": 20}
     assert slowest < 3.0, f"{slowest:.2f}s (target: within 2 s)"
     assert notices == 1  # the calls lost together are withdrawn together
+
+
+async def test_calls_of_different_ages_lost_together_end_in_one_notice(
+    secured_nats: str, redis_url: str, files: Path
+) -> None:
+    """Calls sent 0.6 s apart to an instance that dies end together: a probe round that finds it
+    dead ends every call it held, also those too young to have been probed in that round."""
+    log = files / "taken"
+    with agent(secured_nats, redis_url, "reader") as callee:
+        async with Runtime(as_user(secured_nats, "client")) as rt:
+            me = await whoami(rt)
+            target = by_instance(me["instance"])
+            before = rt.bus.caller.withdrawals.sent
+            ended: list[str] = []
+
+            async def one() -> None:
+                try:
+                    await rt.call(target, "hold", {"seconds": 5, "log": str(log)}, timeout=8)
+                    ended.append("ok")
+                except A2AError as exc:
+                    ended.append(exc.code)
+
+            async with anyio.create_task_group() as tg:
+                for taken, then in ((5, 0.6), (10, 0.1)):  # a second wave 0.6 s younger; kill
+                    for _ in range(5):
+                        tg.start_soon(one)
+                    await until(lambda n=taken: len(lines(log)) >= n, 5)
+                    await anyio.sleep(then)
+                callee.kill()
+            await anyio.sleep(0.1)
+            notices = rt.bus.caller.withdrawals.sent - before
+    assert ended == ["AGENT_LOST"] * 10
+    assert notices == 1
 
 
 async def test_in_a_pool_only_the_dead_instances_calls_are_lost(
