@@ -120,6 +120,7 @@ _SWEEPER = ("zrange", "zrangebyscore", "get", "set")
 """The sweeper (any agent's runtime, one at a time) reads the expiry set and holds its lease."""
 _HISTORY = (
     "hsetnx",
+    "hincrby",  # a conversation's count of exchanges written
     "hget",
     "expire",
     "rpush",

@@ -101,9 +101,12 @@ class Redactor:
         self.rules = tuple(rules)
         # Text too short for any rule is returned at once (other rules may match shorter text).
         self._shortest = _SHORTEST if self.rules == DEFAULT_RULES else 1
-        # Each rule with its needles, when its precheck is a Needles: tested here, inline.
+        # Each rule with its needles, when its precheck is a Needles, else its precheck:
+        # tested here, inline, so that a rule text cannot match costs no call of its own.
         self._plan = tuple(
-            (rule, rule.precheck.needles if isinstance(rule.precheck, Needles) else None)
+            (rule, rule.precheck.needles, None)
+            if isinstance(rule.precheck, Needles)
+            else (rule, None, rule.precheck)
             for rule in self.rules
         )
 
@@ -117,16 +120,16 @@ class Redactor:
         if len(text) < self._shortest:
             return text
         lowered = text.lower()
-        for rule, needles in self._plan:
-            if needles is None:
-                new, count = rule.apply(text, lowered)
-            else:
+        for rule, needles, precheck in self._plan:
+            if needles is not None:
                 for needle in needles:
                     if needle in lowered:
                         break
                 else:
                     continue
-                new, count = rule.apply(text, lowered, prechecked=True)
+            elif precheck is not None and not precheck(lowered):
+                continue
+            new, count = rule.apply(text, lowered, prechecked=True)
             if count:
                 text = new
                 lowered = text.lower()

@@ -55,15 +55,25 @@ def contains_any(*needles: str) -> Needles:
     return Needles(needles)
 
 
-def digit_run(length: int, separators: str) -> Callable[[str], bool]:
-    """A :attr:`Rule.precheck`: ``length`` digits or ``separators`` in a row, spaces not counted.
+def digit_run(length: int, separators: str, digits: int = 0) -> Callable[[str], bool]:
+    """A :attr:`Rule.precheck`: ``length`` digits or ``separators`` in a row, spaces not counted,
+    in text holding ``digits`` digits or more.
 
     Non-ASCII text always passes: ``\\d`` also matches the digits of other scripts.
     """
     needle = b"0" * length
     marks = b"0123456789" + separators.replace(" ", "").encode()
     table = bytes.maketrans(marks, b"0" * len(marks))
-    return lambda lowered: not lowered.isascii() or needle in lowered.encode().translate(table, b" ")
+
+    def run(lowered: str) -> bool:
+        if not lowered.isascii():
+            return True
+        text = lowered.encode()
+        if len(text) - len(text.translate(None, b"0123456789")) < digits:  # counted in C
+            return False
+        return needle in text.translate(table, b" ")
+
+    return run
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,9 @@ _API_KEY_PREFIXES = contains_any("akia", "asia", "aiza", "sg.", "hvs.", "hvb.", 
 
 
 def _api_key_precheck(lowered: str) -> bool:
-    return _API_KEY_PREFIXES(lowered) or _API_KEY_SEPARATOR.search(lowered) is not None
+    if ("-" in lowered or "_" in lowered) and _API_KEY_SEPARATOR.search(lowered) is not None:
+        return True
+    return _API_KEY_PREFIXES(lowered)
 
 
 def _phone_digits(number: str) -> bool:
@@ -186,7 +188,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])"),
         "[CARD]",
         accept=luhn_valid,
-        precheck=digit_run(13, " -"),
+        precheck=digit_run(13, " -", digits=13),  # luhn_valid: 13 to 19 digits
     ),
     Rule(
         "phone",
@@ -200,6 +202,6 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         ),
         "[PHONE]",
         accept=_phone_digits,
-        precheck=digit_run(8, " .-()+"),
+        precheck=digit_run(8, " .-()+", digits=7),  # _phone_digits: 7 to 15
     ),
 )

@@ -8,11 +8,13 @@ by the delegation itself (:func:`a2a.core.delegating.finish_delegation`).
 
 Capturing never makes a call wait or fail. :meth:`~HistoryRecorder.capture` only queues
 (no await, no I/O); :meth:`~HistoryRecorder.run`, in the runtime's task group, redacts and
-writes what is queued as soon as it is, one batch per round trip, then brings each written
-conversation's summary up to date, in a loop of its own so a slow summariser (a model)
-never holds the writes back; cancelled (the runtime closing, its hosts stopped), it writes
-what is left for a few seconds at most. What cannot be written (the store is down, the
-queue is full) is dropped, counted and logged at a bounded rate.
+writes what is queued as soon as it is, one batch per round trip; with a summariser given
+to the runtime it then brings each written conversation's summary up to date, in a loop of
+its own so a slow summariser (a model) never holds the writes back (without one, the default
+summary is made when it is read: nothing to write per call); cancelled (the runtime
+closing, its hosts stopped), it writes what is left for a few seconds at most. What cannot
+be written (the store is down, the queue is full) is dropped, counted and logged at a
+bounded rate.
 
 Messages: a request from outside any agent is a ``user`` message, one from an agent an
 ``agent`` message, each named after its sender; the answer (the result, or ``[CODE]
@@ -34,8 +36,8 @@ from bus.handoff import ChatMessage
 from bus.wire import NotificationEnvelope, RequestEnvelope
 
 from ..delegation.redact import Redactor
-from .history import Exchange, HistoryStore, preview
-from .summary import SUMMARY_CHARS, Summariser, SummaryInput, summarise
+from .history import Appended, Exchange, HistoryStore, preview
+from .summary import SUMMARY_CHARS, SUMMARY_WINDOW, Summariser, SummaryInput, summarise
 
 __all__ = [
     "MESSAGE_CHARS",
@@ -53,8 +55,6 @@ MESSAGE_CHARS = 2000
 """Longest message text kept; longer ones are cut (after redaction)."""
 TEXT_KEYS = ("text", "message", "prompt", "query", "question", "input", "task", "remote_message")
 """Parameters whose string value is the request's text; without one, the parameters are (as JSON)."""
-SUMMARY_WINDOW = 20
-"""Latest messages a summariser is given."""
 SUMMARY_BATCH = 64
 """Conversations whose summaries are read and written in one round trip each."""
 MAX_PENDING = 10_000
@@ -130,8 +130,10 @@ class HistoryRecorder:
 
     Args:
         history: where to write; None (no Redis) records nothing, as ``enabled=False`` does.
-        summariser: writes a summary from a :class:`~a2a.stores.summary.SummaryInput`
-            (default :func:`~a2a.stores.summary.summarise`); may be async.
+        summariser: writes a summary from a :class:`~a2a.stores.summary.SummaryInput`; may
+            be async. Without one, nothing is written: a reader of a summary gets the
+            default one (:func:`~a2a.stores.summary.summarise`) of the conversation as it is
+            (:meth:`~a2a.stores.history.HistoryStore.summary`).
         summary_timeout: seconds a summariser may take for one conversation.
     """
 
@@ -149,7 +151,7 @@ class HistoryRecorder:
         self.history = history
         self.enabled = enabled and history is not None
         self.redactor = redactor
-        self.summariser: Summariser = summariser or summarise
+        self.summariser = summariser if summariser is not summarise else None
         self.summary_timeout = summary_timeout
         self.max_pending = max_pending
         self.batch_wait = batch_wait
@@ -192,7 +194,8 @@ class HistoryRecorder:
             return
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._summarising)
+                if self.summariser is not None:
+                    tg.start_soon(self._summarising)
                 while True:
                     await self._queued.wait()
                     await anyio.sleep(self.batch_wait)
@@ -224,16 +227,20 @@ class HistoryRecorder:
             written = appended.written
             self.stats.written += len(written)
             self.stats.skipped += len(batch) - len(written)
-            by_conversation: dict[str, list[Exchange]] = {}
-            for exchange in written:
-                by_conversation.setdefault(exchange.conversation_id, []).append(exchange)
-            for conversation_id, exchanges in by_conversation.items():
-                # A conversation holding only these messages is summarised without reading it.
-                writes = appended.writes.get(conversation_id)
-                new = writes == len(exchanges) and appended.lengths.get(conversation_id) == 2 * writes
-                self._dirty[conversation_id] = _digest(conversation_id, exchanges) if new else None
-            if written:
-                self._stale.set()
+            if written and self.summariser is not None:
+                self._mark_dirty(appended)
+
+    def _mark_dirty(self, appended: Appended) -> None:
+        """The conversations written to need a new summary; a conversation holding only the
+        messages just written is summarised without reading it."""
+        by_conversation: dict[str, list[Exchange]] = {}
+        for exchange in appended.written:
+            by_conversation.setdefault(exchange.conversation_id, []).append(exchange)
+        for conversation_id, exchanges in by_conversation.items():
+            writes = appended.writes.get(conversation_id)
+            new = writes == len(exchanges) and appended.lengths.get(conversation_id) == 2 * writes
+            self._dirty[conversation_id] = _digest(conversation_id, exchanges) if new else None
+        self._stale.set()
 
     def _exchange(
         self, env: RequestEnvelope, agent: str, result: Any, error: A2AError | None, at: float
@@ -279,7 +286,7 @@ class HistoryRecorder:
     async def _summarise(self, digests: list[SummaryInput]) -> None:
         """Bring these conversations' summaries up to date, written in one round trip; a
         summariser's failure keeps that conversation's old summary, the store's keeps them all."""
-        assert self.history is not None  # something was written: enabled
+        assert self.history is not None and self.summariser is not None  # something was written
         summaries: list[tuple[str, str, int]] = []
         for digest in digests:
             try:
@@ -291,9 +298,7 @@ class HistoryRecorder:
                 self.stats.summary_failures += 1
                 self._warn(f"summary of conversation {digest.conversation_id} not updated: {exc!r}")
                 continue
-            text = str(text)
-            if self.summariser is not summarise:  # the default one only quotes redacted messages
-                text = self.redactor.redact(text)
+            text = self.redactor.redact(str(text))
             summaries.append((digest.conversation_id, preview(text, SUMMARY_CHARS), digest.writes))
         try:
             self.stats.summaries += await self.history.set_summaries(summaries)

@@ -2,7 +2,8 @@
 
 Keys (``P`` = ``a2a:{<ns>}:``), all expiring ``ttl`` seconds after the last write:
 
-    P conv:<id>:meta       hash: userId (the owner), createdAt, summary, goal
+    P conv:<id>:meta       hash: userId (the owner), createdAt, goal, writes (exchanges
+                           written), summary and summarised (the writes it covers)
     P conv:<id>:messages   list of ChatMessage JSON, oldest first, capped at ``max_messages``
     P conv:<id>:calls      list of Interaction JSON: one per sub-agent call, no context copied
     P active:<hash>        an objective in progress (origin, target, objective) -> requestId
@@ -31,7 +32,7 @@ from discovery.errors import redis_errors
 from discovery.registry import RegistryKeys
 
 from ..delegation.redact import Redactor
-from .summary import SummaryInput
+from .summary import SUMMARY_WINDOW, SummaryInput, summarise
 
 __all__ = ["Appended", "Exchange", "HistoryStore", "Interaction", "objective_key", "preview"]
 
@@ -164,17 +165,27 @@ class HistoryStore:
         return [_message_decoder.decode(r) for r in raw]
 
     async def set_summary(self, conversation_id: str, summary: str) -> None:
+        """Keep ``summary`` as the conversation's summary, over the exchanges written so far."""
         key = self._key(conversation_id, "meta")
         with redis_errors("set summary"):
+            writes = _count(await self.redis.hget(key, "writes"))
             async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.hset(key, "summary", summary)
+                pipe.hset(key, mapping={"summary": summary, "summarised": max(writes, 0)})
                 pipe.expire(key, self.ttl)
                 await pipe.execute()
 
     async def summary(self, conversation_id: str) -> str | None:
-        with redis_errors("read summary"):
-            value = await self.redis.hget(self._key(conversation_id, "meta"), "summary")
-        return str(value) if value is not None else None
+        """The conversation's summary: the one kept for it (a summariser's, see
+        :mod:`a2a.stores.capture`, or :meth:`set_summary`'s) while it covers every exchange
+        written, else the default one (:func:`~a2a.stores.summary.summarise`) of its goal and
+        latest messages as they are now; None for a conversation with neither."""
+        (digest,) = await self.summary_inputs([conversation_id], SUMMARY_WINDOW)
+        if digest.previous is not None:
+            with redis_errors("read summary"):
+                summarised = _count(await self.redis.hget(self._key(conversation_id, "meta"), "summarised"))
+            if summarised >= digest.writes or not digest.messages:
+                return digest.previous
+        return summarise(digest) if digest.messages else None
 
     async def append_exchanges(self, batch: Sequence[Exchange]) -> Appended:
         """Append each exchange to its conversation, in order; what was written.
@@ -287,6 +298,14 @@ def _readable(raw: Sequence[bytes | str]) -> list[ChatMessage]:
         except msgspec.DecodeError:
             continue
     return messages
+
+
+def _count(value: bytes | str | None) -> int:
+    """A count kept in a hash field; -1 for a missing or unreadable one."""
+    try:
+        return int(value) if value is not None else -1
+    except ValueError:
+        return -1
 
 
 def _text(value: bytes | str | None) -> str | None:

@@ -1,15 +1,17 @@
 """Conversation summaries: what a delegation's ``ContextFilter(include_summary=True)`` reads.
 
-The runtime keeps one summary per conversation up to date as calls are captured into its
-history (:mod:`a2a.stores.capture`). A summariser is any callable that takes a
-:class:`SummaryInput` and returns the text, or an awaitable of it, so a model can write it::
+A conversation's summary is :func:`summarise` of its goal and latest messages, made when it
+is read (:meth:`a2a.stores.history.HistoryStore.summary`): deterministic, no model, bounded
+length, and nothing to write per captured call. A runtime given a summariser instead keeps
+each conversation's summary up to date as calls are captured into its history
+(:mod:`a2a.stores.capture`); readers get that one while it covers every exchange written.
+A summariser is any callable that takes a :class:`SummaryInput` and returns the text, or an
+awaitable of it, so a model can write it::
 
     async def by_model(digest: SummaryInput) -> str:
         return await llm.complete("Summarise:\\n" + "\\n".join(m.content for m in digest.messages))
 
     async with Runtime(settings, summariser=by_model) as rt: ...
-
-:func:`summarise` is the default: deterministic, no model, bounded length.
 """
 
 from __future__ import annotations
@@ -20,10 +22,20 @@ import msgspec
 
 from bus.handoff import ChatMessage
 
-__all__ = ["REQUEST_ROLES", "SUMMARY_CHARS", "Summariser", "SummaryInput", "exchanges", "summarise"]
+__all__ = [
+    "REQUEST_ROLES",
+    "SUMMARY_CHARS",
+    "SUMMARY_WINDOW",
+    "Summariser",
+    "SummaryInput",
+    "exchanges",
+    "summarise",
+]
 
 SUMMARY_CHARS = 1200
 """Longest summary kept (a summariser's longer text is cut)."""
+SUMMARY_WINDOW = 20
+"""Latest messages a summary is made of."""
 REQUEST_ROLES = ("user", "agent")
 """Roles of a captured request: ``user`` from outside any agent, ``agent`` from an agent."""
 

@@ -156,3 +156,37 @@ async def test_a_new_conversation_is_summarised_without_reading_it(settings: Set
         assert [m.content for m in by_id["old"].messages] == ["earlier", "before", "later", "noted: later"]
         assert await history.summary("new") == summarise(by_id["new"])
         assert "earlier" in (await history.summary("old") or "")
+
+
+async def test_the_default_summary_is_made_when_read_and_a_kept_one_only_while_it_is_current(
+    settings: Settings, client: aioredis.Redis
+) -> None:
+    async with Runtime(settings) as rt:  # no summariser: nothing is written per call
+        notes = Agent("notes")
+
+        @notes.action("reply")
+        async def reply(ctx: Context, p: dict[str, Any]) -> str:
+            return f"noted: {p['text']}"
+
+        await rt.serve(notes)
+        history, recorder = rt.history, rt.services.recorder
+        assert history is not None and recorder is not None
+        assert await history.summary("c") is None  # nothing written yet
+        for text in ("plan the release", "list the risks"):
+            await rt.call("notes", "reply", {"text": text}, conversation_id="c", user_id="alice")
+        await recorder.flush()
+        assert recorder.stats.written == 2 and recorder.stats.summaries == 0
+        assert await client.hget(history._key("c", "meta"), "summary") is None
+        (digest,) = await history.summary_inputs(["c"], 20)
+        made = await history.summary("c")
+        assert made == summarise(digest)
+        assert made is not None and made.startswith("Goal: plan the release") and "list the risks" in made
+
+        await history.set_summary("c", "kept: the release and its risks")
+        assert await history.summary("c") == "kept: the release and its risks"  # covers both writes
+        await rt.call("notes", "reply", {"text": "ship it"}, conversation_id="c", user_id="alice")
+        await recorder.flush()
+        later = await history.summary("c")  # the kept one no longer covers every write
+        assert later is not None and later.startswith("Goal: plan the release") and "ship it" in later
+        await client.hset(history._key("c", "meta"), "summarised", "not a number")
+        assert (await history.summary("c") or "").startswith("Goal:")  # unreadable: not current
