@@ -100,7 +100,7 @@ class Endpoint:
 
     async def open(self) -> None:
         """Subscribe: the agent's queue group, this instance, the agent's cancels and topics."""
-        await self._listening.open(self.on_message, self.on_cancel)
+        await self._listening.open(self.on_message, self.on_cancel, self.take)
 
     async def stop_taking(self) -> None:
         """Take no new work; calls in hand are still probed, withdrawn and answered (see
@@ -144,6 +144,18 @@ class Endpoint:
                 await self._publish(reply, done)
             return
         self.deliver(msg)
+
+    def take(self, msg: Message) -> bool:
+        """:meth:`on_message`'s common case, where the message is read: a message that is
+        no probe, cancel notice or repeat, on an answerable reply subject, goes to the host
+        (True); the rest is left to :meth:`on_message` (False)."""
+        reply = msg.reply
+        if msg.headers or (reply and self._strict and not self._answerable(msg.subject, reply)):
+            return False
+        if reply.startswith(self._runtime_replies) and not self._received.arrived(reply):
+            return False  # a repeat (on_message asks again: the same answer)
+        self.deliver(msg)
+        return True
 
     def _answerable(self, subject: str, reply: str) -> bool:
         """May this endpoint answer on ``reply``? Only on the sender's own reply subjects.

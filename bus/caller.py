@@ -100,7 +100,7 @@ class Caller:
         """Subscribe to this runtime's reply subjects."""
         self._loop = asyncio.get_running_loop()
         self.link.attach_prefix(self.reply_prefix, self.on_reply)
-        self._sub = await self.link.subscribe(self.reply_prefix + "*", self.on_reply)
+        self._sub = await self.link.subscribe(self.reply_prefix + "*", self.on_reply, take=self.take_reply)
 
     async def aclose(self) -> None:
         self.pending.aclose()
@@ -204,26 +204,42 @@ class Caller:
         )
 
     async def on_reply(self, msg: Message) -> None:
-        correlation_id = msg.subject[len(self.reply_prefix) :]
+        if self.take_reply(msg):
+            return
+        # A probed instance lost the connection our calls came on: they are sent again.
+        await self._resend_to(msg.headers.get(ALIVE_HEADER, "") if msg.headers else "")
+        self._settle(msg)
+
+    def take_reply(self, msg: Message) -> bool:
+        """A message on this runtime's reply subjects, handled where it is read (see
+        :meth:`transports.Transport.subscribe`); False for a probe's answer asking for calls
+        to be sent again, which is :meth:`on_reply`'s."""
         headers = msg.headers
         if headers:
             if REPLIES_HEADER in headers:
                 self._on_batch(msg.data)
-                return
+                return True
+            correlation_id = msg.subject[len(self.reply_prefix) :]
             if ACK_HEADER in headers:
                 self._on_ack(correlation_id, headers[ACK_HEADER])
-                return
+                return True
             if PROGRESS_HEADER in headers:
                 self._on_progress(correlation_id, msg.data)
-                return
+                return True
             if PROBE_HEADER in headers:  # a callee checking this runtime is still there
-                return
-            if RESEND_HEADER in headers:  # a probed instance lost the connection our calls came on
-                await self._resend_to(headers.get(ALIVE_HEADER, ""))
-            if is_no_responders(msg):
-                if not self._retry_while_settling(correlation_id):
-                    self.pending.resolve(correlation_id, NO_RESPONDERS)
-                return
+                return True
+            if RESEND_HEADER in headers:
+                return False
+        self._settle(msg)
+        return True
+
+    def _settle(self, msg: Message) -> None:
+        """End the call a reply (or the server's "no responders") is for."""
+        correlation_id = msg.subject[len(self.reply_prefix) :]
+        if msg.headers and is_no_responders(msg):
+            if not self._retry_while_settling(correlation_id):
+                self.pending.resolve(correlation_id, NO_RESPONDERS)
+            return
         if not self.pending.resolve(correlation_id, msg.data):
             log.debug("late or unknown reply %s dropped", correlation_id)
 

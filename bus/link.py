@@ -21,6 +21,7 @@ from transports import (
     MessageHandler,
     MessageTooLarge,
     Subscription,
+    Taker,
     Transport,
     TransportError,
 )
@@ -218,9 +219,12 @@ class Link:
         for pending in batches.values():
             await self._publish_batch(pending)
 
-    async def subscribe(self, subject: str, handler: MessageHandler, *, queue: str = "") -> Subscription:
+    async def subscribe(
+        self, subject: str, handler: MessageHandler, *, queue: str = "", take: Taker | None = None
+    ) -> Subscription:
+        """Subscribe ``handler`` (``take``: see :meth:`transports.Transport.subscribe`)."""
         try:
-            return await self.transport.subscribe(subject, handler, queue=queue)
+            return await self.transport.subscribe(subject, handler, queue=queue, take=take)
         except TransportError as exc:
             raise Unavailable(f"cannot subscribe to {subject}: {exc}") from None
 

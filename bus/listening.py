@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
-from transports import Message, Subscription
+from transports import Message, Subscription, Taker
 
 from .link import Link
 
@@ -29,12 +29,15 @@ class Listening:
         """This instance's subject and the agent's cancels: kept until :meth:`close`."""
         self._local: list[str] = []
 
-    async def open(self, on_message: Handler, on_cancel: Handler) -> None:
+    async def open(self, on_message: Handler, on_cancel: Handler, take: Taker) -> None:
+        """Subscribe: messages to ``on_message`` (``take``, its shortcut: see
+        :meth:`transports.Transport.subscribe`), cancel notices to ``on_cancel``."""
         link = self.link
         subjects = link.subjects
         anyone = subjects.receiving()
-        self._taking.append(await link.subscribe(anyone.agent(self.agent), on_message, queue=self.agent))
-        self._held.append(await link.subscribe(anyone.instance(self.instance_id), on_message))
+        agent = anyone.agent(self.agent)
+        self._taking.append(await link.subscribe(agent, on_message, queue=self.agent, take=take))
+        self._held.append(await link.subscribe(anyone.instance(self.instance_id), on_message, take=take))
         self._held.append(await link.subscribe(anyone.cancel(self.agent), on_cancel))
         for topic in self.topics:
             self._taking.append(await link.subscribe(anyone.notify(topic), on_message, queue=self.agent))

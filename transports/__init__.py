@@ -12,6 +12,7 @@ from .base import NO_RESPONDERS_STATUS as NO_RESPONDERS_STATUS
 from .base import Message as Message
 from .base import MessageHandler as MessageHandler
 from .base import Subscription as Subscription
+from .base import Taker as Taker
 from .base import Transport as Transport
 from .base import TransportEvents as TransportEvents
 from .base import is_no_responders as is_no_responders
@@ -35,6 +36,7 @@ __all__ = [
     "NatsTransport",
     "NotConnected",
     "Subscription",
+    "Taker",
     "Transport",
     "TransportClosed",
     "TransportError",

@@ -18,6 +18,7 @@ __all__ = [
     "Message",
     "MessageHandler",
     "Subscription",
+    "Taker",
     "Transport",
     "TransportEvents",
     "is_no_responders",
@@ -40,6 +41,8 @@ class Message(Protocol):
 
 
 MessageHandler = Callable[[Message], Awaitable[None]]
+Taker = Callable[[Message], bool]
+"""Takes a message at once (True), or leaves it to the subscription's handler (False)."""
 
 
 def is_no_responders(msg: Message) -> bool:
@@ -94,10 +97,16 @@ class Transport(abc.ABC):
         """
 
     @abc.abstractmethod
-    async def subscribe(self, subject: str, handler: MessageHandler, *, queue: str = "") -> Subscription:
+    async def subscribe(
+        self, subject: str, handler: MessageHandler, *, queue: str = "", take: Taker | None = None
+    ) -> Subscription:
         """Deliver messages matching ``subject`` to ``handler``.
 
-        With ``queue``, each message goes to one member of the queue group.
+        With ``queue``, each message goes to one member of the queue group. ``take`` is an
+        optional shortcut for the common case: a transport may call it first, where it
+        reads the message, and hand the message to ``handler`` only when it returns False.
+        It must return at once and handle a message exactly as ``handler`` would (a
+        transport may also never call it).
         """
 
     @abc.abstractmethod

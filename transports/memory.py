@@ -22,7 +22,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ._match import subject_matches, validate_subject
-from .base import NO_RESPONDERS_STATUS, MessageHandler, Subscription, Transport
+from .base import NO_RESPONDERS_STATUS, MessageHandler, Subscription, Taker, Transport
 from .errors import MessageTooLarge, TransportClosed
 
 __all__ = ["MemoryBroker", "MemoryMessage", "MemoryTransport"]
@@ -148,7 +148,9 @@ class MemoryTransport(Transport):
             self._broker.route(MemoryMessage(reply, b"", "", {"Status": NO_RESPONDERS_STATUS}))
         await anyio.lowlevel.checkpoint()
 
-    async def subscribe(self, subject: str, handler: MessageHandler, *, queue: str = "") -> Subscription:
+    async def subscribe(
+        self, subject: str, handler: MessageHandler, *, queue: str = "", take: Taker | None = None
+    ) -> Subscription:
         self._check_open()
         validate_subject(subject, wildcards=True)
         sub = self._broker.subscribe(self, subject, queue, handler)

@@ -145,3 +145,43 @@ async def test_a_failing_handler_does_not_stop_its_subscription(connect: Any) ->
     await a.publish("f.x", b"fine")
     (msg,) = await inbox.wait()
     assert msg.data == b"fine"
+
+
+async def test_a_taker_is_a_shortcut_every_message_is_handled_once(connect: Any) -> None:
+    """A subscription's taker takes what it returns True for; the rest reaches the handler
+    (a transport may skip the taker: then the handler gets everything). A taker that fails
+    loses that message only, never the subscription."""
+    a, b = await connect(), await connect()
+    inbox, taken, offered = Inbox(), [], []
+
+    def take(msg: Any) -> bool:
+        offered.append(msg.data)
+        if msg.data == b"boom":
+            raise RuntimeError("taker bug")
+        if msg.data.startswith(b"t"):
+            taken.append(msg.data)
+            return True
+        return False
+
+    sub = await b.subscribe("k.x", inbox, take=take)
+    await b.flush()
+    sent = [b"t1", b"h1", b"t2", b"h2", b"t3", b"h3"]
+    await a.publish("k.x", b"boom", headers={"A": "1"})
+    for data in sent:
+        await a.publish("k.x", data, headers={"A": "1"} if data == b"t2" else None)
+    await a.flush()
+    with anyio.fail_after(3):
+        while len(taken) + len(inbox.messages) < len(sent):
+            await anyio.sleep(0.01)
+    await anyio.sleep(0.1)
+    handled = [m.data for m in inbox.messages]
+    assert sorted(taken + [d for d in handled if d != b"boom"]) == sorted(sent)
+    if isinstance(b, NatsTransport) and offered:  # the NATS transport offers every message first
+        assert taken == [b"t1", b"t2", b"t3"] and handled == [b"h1", b"h2", b"h3"]
+        assert b.take_failures == 1
+    await sub.unsubscribe()
+    await b.flush()
+    offered.clear()
+    await a.publish("k.x", b"t4")
+    await anyio.sleep(0.1)
+    assert offered == [] and b"t4" not in [m.data for m in inbox.messages]
