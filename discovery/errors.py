@@ -93,6 +93,8 @@ def redis_errors(what: str) -> Iterator[None]:
         raise error from (None if isinstance(error, RegistrationRefused) else exc)
     except redis.exceptions.RedisError as exc:
         raise Unavailable(f"registry error during {what}: {exc}") from exc
+    except UnicodeDecodeError as exc:  # a client that decodes replies met bytes that are no text
+        raise Unavailable(f"registry error during {what}: a reply holds bytes that are not UTF-8") from exc
 
 
 @contextmanager

@@ -45,6 +45,12 @@ SECRET_FIELD = "secret_field"
 MAX_DEPTH = 32
 """How deep :meth:`Redactor.redact_value` walks; anything deeper is replaced by ``[TOO_DEEP]``."""
 
+_FOLD = {0x131: "i", 0x17F: "s", 0x307: None}
+"""What a case-insensitive pattern takes for an ASCII letter but ``lower()`` keeps apart:
+dotless i (U+0131) and long s (U+017F), and the dot ``lower()`` adds to a dotted capital I
+(U+0130). The lower-cased text the quick checks search is folded so, or a name such as
+"pa\u017f\u017fword=x" would pass them by."""
+
 # Key names (lower-cased, without "_", "-", "." and spaces) whose whole value is a secret.
 _SHORTEST = 4
 """No default rule matches text shorter than this (``pw=x`` is among the shortest matches)."""
@@ -120,6 +126,8 @@ class Redactor:
         if len(text) < self._shortest:
             return text
         lowered = text.lower()
+        if not lowered.isascii():
+            lowered = lowered.translate(_FOLD)
         for rule, needles, precheck in self._plan:
             if needles is not None:
                 for needle in needles:
@@ -133,6 +141,8 @@ class Redactor:
             if count:
                 text = new
                 lowered = text.lower()
+                if not lowered.isascii():
+                    lowered = lowered.translate(_FOLD)
                 if found is not None:
                     found[rule.name] = found.get(rule.name, 0) + count
         return text

@@ -225,6 +225,11 @@ class HistoryRecorder:
                 self._warn(f"{len(batch)} calls not recorded in the conversation history: {exc}")
                 return
             written = appended.written
+            if -1 in appended.writes.values():
+                self._warn(
+                    "a conversation's count of writes could not be kept (a Redis user without"
+                    " HINCRBY? regenerate the ACL with `a2a redis-config`): its summaries may stay old"
+                )
             self.stats.written += len(written)
             self.stats.skipped += len(batch) - len(written)
             if written and self.summariser is not None:

@@ -162,7 +162,7 @@ class HistoryStore:
     async def messages(self, conversation_id: str) -> list[ChatMessage]:
         with redis_errors("read messages"):
             raw = await self.redis.lrange(self._key(conversation_id, "messages"), 0, -1)
-        return [_message_decoder.decode(r) for r in raw]
+        return _readable(raw)
 
     async def set_summary(self, conversation_id: str, summary: str) -> None:
         """Keep ``summary`` as the conversation's summary, over the exchanges written so far."""
@@ -218,16 +218,24 @@ class HistoryStore:
 
     async def summary_inputs(self, conversation_ids: Sequence[str], window: int) -> list[SummaryInput]:
         """What a summariser needs of each conversation: the goal, the summary so far and
-        the last ``window`` messages, in one round trip (the library's ``history_inputs``)."""
+        the last ``window`` messages, in one round trip (the library's ``history_inputs``).
+
+        All redacted, whole, here: not every message was redacted when it was written (a
+        delegation's thread keeps its answers as they were), and a summary flattens and cuts
+        its lines, after which a secret may no longer look like one.
+        """
         args = [window, _message_encoder.encode(list(conversation_ids))]
         with redis_errors("read summary inputs"):
             replies = await call_function(self.redis, "history_inputs", [self._base], args, read_only=True)
+        redact = self.redactor.redact
         return [
             SummaryInput(
                 conversation_id=conversation_id,
-                goal=_text(goal),
-                messages=_readable(raw or ()),
-                previous=_text(previous),
+                goal=None if (text := _text(goal)) is None else redact(text),
+                messages=[
+                    msgspec.structs.replace(m, content=redact(m.content)) for m in _readable(raw or ())
+                ],
+                previous=None if (kept := _text(previous)) is None else redact(kept),
                 writes=int(writes),
             )
             for conversation_id, (goal, previous, raw, writes) in zip(conversation_ids, replies, strict=True)
@@ -295,7 +303,7 @@ def _readable(raw: Sequence[bytes | str]) -> list[ChatMessage]:
     for one in raw:
         try:
             messages.append(_message_decoder.decode(one))
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, UnicodeDecodeError):
             continue
     return messages
 
@@ -311,7 +319,7 @@ def _count(value: bytes | str | None) -> int:
 def _text(value: bytes | str | None) -> str | None:
     if value is None:
         return None
-    return value.decode() if isinstance(value, bytes) else value
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:

@@ -13,6 +13,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from a2a import Agent, Context, Runtime, Settings
+from a2a.errors import Unavailable
 from a2a.stores.history import Exchange, HistoryStore
 from a2a.stores.summary import SummaryInput, summarise
 from bus.handoff import ChatMessage
@@ -190,3 +191,38 @@ async def test_the_default_summary_is_made_when_read_and_a_kept_one_only_while_i
         assert later is not None and later.startswith("Goal: plan the release") and "ship it" in later
         await client.hset(history._key("c", "meta"), "summarised", "not a number")
         assert (await history.summary("c") or "").startswith("Goal:")  # unreadable: not current
+
+
+async def test_a_summary_is_made_of_redacted_messages_and_survives_bad_bytes(
+    client: aioredis.Redis, namespace: str, redis_url: str
+) -> None:
+    """A delegation's thread keeps answers as they came: the summary made of them redacts each
+    message whole before it flattens and cuts lines (after which a secret may not look like
+    one). Bytes that are not UTF-8 in a goal or message are a typed error for a client that
+    decodes replies (the runtime's), and read around by one that does not."""
+    history = HistoryStore(client, namespace)
+    answer = (
+        "Deployed. the api token: hunter\nnext steps follow; key sk-proj-AbCdEfGhIjKlMnOp1234 " + "y" * 60
+    )
+    await history.append(
+        "thread",
+        ChatMessage(role="user", content="deploy it", name="lead"),
+        ChatMessage(role="assistant", content=answer, name="ops"),
+    )
+    summary = await history.summary("thread")
+    assert summary is not None and summary.startswith("Goal: deploy it")
+    assert "hunter" not in summary and "sk-proj" not in summary and "[SECRET]" in summary
+    await client.hset(history._key("thread", "meta"), "goal", b"\xff\xfe bad")
+    await client.rpush(history._key("thread", "messages"), b'{"role":"user","content":"\xff"}')
+    with pytest.raises(Unavailable, match="not UTF-8"):  # a client decoding replies: typed
+        await history.summary("thread")
+    with pytest.raises(Unavailable, match="not UTF-8"):
+        await history.messages("thread")
+    raw = aioredis.Redis.from_url(redis_url)  # one that hands bytes over: read around them
+    try:
+        plain = HistoryStore(raw, namespace)
+        assert len(await plain.messages("thread")) == 2  # the undecodable one left out
+        summary = await plain.summary("thread")
+        assert summary is not None and summary.startswith("Goal: \ufffd\ufffd bad")
+    finally:
+        await raw.aclose()

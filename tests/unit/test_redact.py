@@ -188,6 +188,10 @@ def test_the_quick_checks_never_skip_a_rule_that_would_match() -> None:
         "sha 3f9a1c0e7b2d4a6f8e1c3b5d7f9a0b2c4d6e8f01 at 2024-11-22 10:31:07",
         # the fewest digits a match holds: a phone of 7, a card of 13
         "ring +1 23 4567 or pay with 4222222222222",
+        # letters a case-insensitive pattern takes for i and s, which lower() keeps apart
+        "Author\u0131zation: Basic dXNlcjpwYXNzd29yZA, Author\u0130zation: Basic dXNlcjpwYXNzd29yZA",
+        "pa\u017f\u017fword=hunter2; pa\u017fsword is hunter22abc; --pa\u017f\u017fword Hunter22!",
+        "Cook\u0130e: session=abc",
     ]
     for text in samples:
         assert redactor.redact(text) == plain.redact(text), text
