@@ -2,7 +2,8 @@
 
 All answer in the same process and event loop, so the raw and runtime measurements
 share every condition but the code under test: the raw responder, an echo agent with the
-defaults (audit and history capture on), one with the audit off, and one with both off.
+defaults (audit and history capture on), one with the audit off, one with both off, and one
+with the audit on and capture off.
 """
 
 from __future__ import annotations
@@ -56,10 +57,17 @@ async def serve(nats_url: str, redis_url: str, namespace: str) -> None:
     bare = Settings(
         nats_url=nats_url, redis_url=redis_url, namespace=namespace, audit=False, history_capture=False
     )
-    async with Runtime(settings) as rt, Runtime(quiet) as rt_quiet, Runtime(bare) as rt_bare:
+    audited = Settings(nats_url=nats_url, redis_url=redis_url, namespace=namespace, history_capture=False)
+    async with (
+        Runtime(settings) as rt,
+        Runtime(quiet) as rt_quiet,
+        Runtime(bare) as rt_bare,
+        Runtime(audited) as rt_audited,
+    ):
         await rt.serve(echo_agent())
         await rt_quiet.serve(echo_agent("bench-echo-unaudited", routed=False))
         await rt_bare.serve(echo_agent("bench-echo-bare", routed=False))
+        await rt_audited.serve(echo_agent("bench-echo-audited", routed=False))
         await nc.flush()
         print("ready", flush=True)
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
