@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from nats.aio.client import Client
 
-from transports._nats import _Client, _FastClient
+from transports._nats_client import Client as _Client
+from transports._nats_client import FastClient as _FastClient
 
 PIECES = st.sampled_from(
     [b"Nats-Stream", b"A B", b":", b": ", b"\t", b"\r\n", b"\x1c", b"\xff", b"v", b" x "]
