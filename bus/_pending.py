@@ -45,6 +45,7 @@ class Reply:
         "on_progress",
         "opened",
         "request",
+        "resent",
         "subject",
         "unclaimed",
         "unclaimed_since",
@@ -57,6 +58,8 @@ class Reply:
         self.deadline = deadline
         self.subject = subject
         self.request: tuple[bytes, str, Mapping[str, str] | None] | None = None
+        self.resent = False
+        """Published more than once (sent again after a reconnect)."""
         self.local = False
         """Delivered to a callee in this process (nothing to send again after a reconnect)."""
         self.on_progress: Callable[[Any], None] | None = None

@@ -1,13 +1,12 @@
-"""The envelopes a callee answers with (a request's response, or a typed error), and the
-caller's check that what came back answers its request."""
+"""The envelopes a callee answers with: a request's response, or a typed error."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from .codec import decode_answer, encode_envelope, encode_reply
-from .errors import A2AError, InvalidEnvelope, PayloadTooLarge
+from .codec import encode_envelope, encode_reply
+from .errors import A2AError, PayloadTooLarge
 from .ids import serial_id
 from .wire import (
     COMPACT_VERSION,
@@ -21,7 +20,7 @@ from .wire import (
     TokenUsage,
 )
 
-__all__ = ["encode_answer", "error_to", "read_answer", "response_to"]
+__all__ = ["encode_answer", "error_to", "response_to"]
 
 
 def response_to(
@@ -96,26 +95,3 @@ def encode_answer(
             details={"size": len(data), "limit": limit},
         )
     return data
-
-
-def read_answer(data: bytes, request: RequestEnvelope) -> ResponseEnvelope | ErrorEnvelope:
-    """The answer to ``request`` in ``data``: a response, or an error carrying its ``ErrorInfo``.
-
-    Raises:
-        InvalidEnvelope: not an answer to it: undecodable, answering another message (whose
-            message id only the callee saw: a reply aimed at this call by someone who never
-            received it), or neither a response nor an error.
-    """
-    reply = decode_answer(data, request)
-    answers = reply.in_reply_to
-    # An error may name no request (a refusal sent before the request was read, such as OVERLOADED).
-    if answers != request.message_id and (answers is not None or type(reply) is not ErrorEnvelope):
-        raise InvalidEnvelope(
-            f"the reply answers message {str(answers)[:64]!r}, not this request",
-            details={"field": "inReplyTo"},
-        )
-    if type(reply) is ResponseEnvelope or (type(reply) is ErrorEnvelope and reply.payload.error is not None):
-        return reply
-    raise InvalidEnvelope(
-        f"expected a response or error envelope, got {reply.__class__.__name__}", details={"field": "type"}
-    )

@@ -146,9 +146,8 @@ class Endpoint:
         self.deliver(msg)
 
     def take(self, msg: Message) -> bool:
-        """:meth:`on_message`'s common case, where the message is read: a message that is
-        no probe, cancel notice or repeat, on an answerable reply subject, goes to the host
-        (True); the rest is left to :meth:`on_message` (False)."""
+        """:meth:`on_message`'s common case (no probe, cancel or repeat; an answerable reply
+        subject), where the message is read: handed to the host (True), or left (False)."""
         reply = msg.reply
         if msg.headers or (reply and self._strict and not self._answerable(msg.subject, reply)):
             return False

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
@@ -20,17 +19,16 @@ import anyio
 from transports import Message, Subscription, is_no_responders
 
 from ._pending import NO_RESPONDERS, TIMED_OUT, PendingCalls, Reply
+from ._replies import CallerStats, parse_reply, target_of
 from ._withdrawals import Withdrawals
-from .answers import read_answer
 from .errors import (
     A2AError,
     AgentLost,
     DeadlineExceeded,
-    InvalidEnvelope,
     NoResponders,
     PermissionDenied,
-    error_from_info,
 )
+from .forms import Forms
 from .ids import new_id
 from .limits import check_hops
 from .link import Link
@@ -48,7 +46,7 @@ from .protocol import (
 from .rejects import Rejects
 from .subjects import instance_agent, is_name
 from .tasks import TaskSet
-from .wire import COMPACT_VERSION, RequestEnvelope, ResponseEnvelope
+from .wire import RequestEnvelope, ResponseEnvelope
 
 __all__ = ["Caller", "CallerStats", "Verdict"]
 
@@ -56,19 +54,6 @@ log = logging.getLogger("a2a.bus")
 
 Verdict = Literal["answered", "nobody", "silent", "failed"]
 """What a probe found out (see :meth:`Caller.probe`)."""
-
-
-@dataclass
-class CallerStats:
-    requests: int = 0
-    replies: int = 0
-    errors: int = 0
-    timeouts: int = 0
-    no_responders: int = 0
-    invalid_replies: int = 0
-    lost: int = 0
-    resent: int = 0
-    progress_dropped: int = 0  # for calls that ended or did not ask for them, or malformed updates
 
 
 class Caller:
@@ -95,6 +80,8 @@ class Caller:
         """Times the connection came back; a probe that spans one has no verdict."""
         self._retries = TaskSet()
         self.withdrawals = Withdrawals(link, withdraw_local, self._retries)
+        self.forms = Forms(link)
+        """Which form each request goes in (``bus.forms``)."""
 
     async def start(self) -> None:
         """Subscribe to this runtime's reply subjects."""
@@ -117,12 +104,14 @@ class Caller:
         timeout: float,
         headers: Mapping[str, str] | None = None,
         on_progress: Callable[[Any], None] | None = None,
+        compact: bool | None = None,
     ) -> ResponseEnvelope:
         """Send a request and wait for its response, ``timeout`` seconds at most; meanwhile
         ``on_progress`` gets each progress update the callee sends (a decoded JSON value).
 
         The envelope is this hop's own: built for it with ``hopCount`` counting it and
-        ``ttlMs`` the time left (envelopes are values; a retry sends another one).
+        ``ttlMs`` the time left (envelopes are values; a retry sends another one). It goes
+        in the compact form with ``compact``, by default as :attr:`forms` says.
 
         Raises:
             A2AError: the callee's typed error, or NoResponders, AgentLost,
@@ -134,7 +123,9 @@ class Caller:
         meta = envelope.metadata
         if meta.hop_count > meta.max_hops:
             check_hops(meta)
-        data = self.link.encode(envelope, compact=self.link.peer_protocol == COMPACT_VERSION)
+        if compact is None:
+            compact = self.forms.compact(subject)
+        data = self.link.encode(envelope, compact=compact)
         request_id = meta.key
         loop = self._loop
         assert loop is not None, "Caller.start() was not called"
@@ -158,8 +149,18 @@ class Caller:
             elif type(outcome) is AgentLost:  # found with others, in a probe round
                 self.withdrawals.soon(request_id, slot)
         if type(outcome) is bytes:
-            return self._parse_reply(outcome, envelope)
-        target = _target_of(envelope)
+            if (
+                compact
+                and not slot.resent
+                and self.forms.refused(outcome, subject)
+                and (left := slot.deadline - loop.time()) > 0
+            ):  # an older runtime could not read it, and handled nothing: the full form
+                again = self.forms.again(envelope, left)
+                return await self.request(
+                    subject, again, timeout=left, headers=headers, on_progress=on_progress, compact=False
+                )
+            return parse_reply(outcome, envelope, self.stats)
+        target = target_of(envelope)
         if outcome is NO_RESPONDERS:
             self.stats.no_responders += 1
             raise NoResponders(f"nobody serves {subject}", agent=target, hop=meta.hop_count)
@@ -170,21 +171,6 @@ class Caller:
         raise DeadlineExceeded(
             f"no reply from {subject} within {timeout:.3f}s", agent=target, hop=meta.hop_count
         )
-
-    def _parse_reply(self, data: bytes, request: RequestEnvelope) -> ResponseEnvelope:
-        try:
-            reply = read_answer(data, request)
-        except InvalidEnvelope as exc:
-            self.stats.invalid_replies += 1
-            raise exc.located(_target_of(request), request.metadata.hop_count) from None
-        if type(reply) is ResponseEnvelope:
-            self.stats.replies += 1
-            return reply
-        assert reply.payload.error is not None  # read_answer: an error carries one
-        self.stats.errors += 1
-        error = error_from_info(reply.payload.error)
-        error.usage = reply.payload.usage
-        raise error
 
     async def on_reply(self, msg: Message) -> None:
         if self.take_reply(msg):
@@ -255,7 +241,7 @@ class Caller:
     def _on_batch(self, data: bytes) -> None:
         """Settle each call a reply batch answers (``bus/protocol.py``); bad lines are dropped.
 
-        Each line's envelope is checked like a reply of its own (:meth:`_parse_reply`): it
+        Each line's envelope is checked like a reply of its own (``bus._replies.parse_reply``): it
         must answer that very request, whose message id only its callee saw.
         """
         resolve = self.pending.resolve
@@ -298,6 +284,7 @@ class Caller:
         if slot.request is None or slot.local:
             return False
         data, reply, headers = slot.request
+        slot.resent = True
         subject = self.link.subjects.instance(slot.instance) if slot.instance else slot.subject
         try:
             await self.link.publish(subject, data, reply=reply, headers=headers)
@@ -390,8 +377,3 @@ class Caller:
             return "failed"
         finally:
             self.pending.close(token)
-
-
-def _target_of(envelope: RequestEnvelope) -> str:
-    target = envelope.target_agent_id
-    return target if isinstance(target, str) else ",".join(target)

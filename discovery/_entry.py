@@ -14,6 +14,8 @@ __all__ = ["ViewEntry"]
 class ViewEntry:
     profile: AgentProfile
     proficiencies: dict[str, float]
+    compact: bool = False
+    """The instance reads the compact form of protocol 1.4 (it announced 1.4 or later)."""
 
     @property
     def agent_id(self) -> str:

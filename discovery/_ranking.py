@@ -17,8 +17,10 @@ from typing import Literal
 
 import anyio
 
+from bus.wire import COMPACT_VERSION
+
 from ._entry import ViewEntry
-from .profile import AgentProfile, AgentStatus
+from .profile import AgentProfile, AgentStatus, reads
 from .scoring import match_score
 from .trust import check_floor
 
@@ -46,6 +48,8 @@ class RankedEntries:
         """Capability -> (-proficiency, instance id), best first."""
         self._per_agent: dict[str, int] = {}
         """Agent name -> how many of its instances are entries."""
+        self._full_only: dict[str, int] = {}
+        """Agent name -> how many of its instances read only the full form (before 1.4)."""
         self._changed: anyio.Event | None = None
         """Set at the next change of the entries, while :meth:`wait_until` waits for one."""
 
@@ -64,6 +68,15 @@ class RankedEntries:
     def instances_of(self, agent: str) -> int:
         """How many instances of ``agent`` the entries hold."""
         return self._per_agent.get(agent, 0)
+
+    def reads_compact(self, agent: str, instance: str | None = None) -> bool:
+        """Whether a request to ``instance`` (None: to any instance of ``agent``) may go in the
+        compact form (``bus.compact``): it announced that it reads 1.4 (without an instance:
+        every instance of ``agent`` the entries hold did, and they hold at least one)."""
+        if instance is not None:
+            entry = self._entries.get(instance)
+            return entry is not None and entry.compact
+        return agent in self._per_agent and agent not in self._full_only
 
     def best(
         self,
@@ -235,9 +248,9 @@ class RankedEntries:
         old = self._entries.get(profile.agent_id)
         if old is not None:
             self._unindex(old)
-            self._count(old.profile.name, -1)
-        self._count(profile.name, 1)
-        entry = ViewEntry(profile, profile.proficiencies())
+            self._count(old.profile.name, -1, old.compact)
+        entry = ViewEntry(profile, profile.proficiencies(), reads(profile.protocol_version, COMPACT_VERSION))
+        self._count(profile.name, 1, entry.compact)
         self._entries[profile.agent_id] = entry
         for cap, proficiency in entry.proficiencies.items():
             bisect.insort(self._ranked.setdefault(cap, []), (-proficiency, profile.agent_id))
@@ -271,20 +284,22 @@ class RankedEntries:
         if entry is not None:
             self._notify()
             self._unindex(entry)
-            self._count(entry.profile.name, -1)
+            self._count(entry.profile.name, -1, entry.compact)
 
     def clear(self) -> None:
         self._notify()
         self._entries.clear()
         self._ranked.clear()
         self._per_agent.clear()
+        self._full_only.clear()
 
-    def _count(self, agent: str, step: int) -> None:
-        n = self._per_agent.get(agent, 0) + step
-        if n > 0:
-            self._per_agent[agent] = n
-        else:
-            self._per_agent.pop(agent, None)
+    def _count(self, agent: str, step: int, compact: bool) -> None:
+        for counts in (self._per_agent,) if compact else (self._per_agent, self._full_only):
+            n = counts.get(agent, 0) + step
+            if n > 0:
+                counts[agent] = n
+            else:
+                counts.pop(agent, None)
 
     def _unindex(self, entry: ViewEntry) -> None:
         for cap, proficiency in entry.proficiencies.items():

@@ -20,6 +20,7 @@ __all__ = [
     "CardSignature",
     "Resources",
     "Trust",
+    "reads",
     "validate_capability_id",
 ]
 
@@ -39,6 +40,20 @@ def validate_capability_id(cap_id: object) -> str:
     if not isinstance(cap_id, str) or not _CAPABILITY_ID.fullmatch(cap_id):  # fullmatch: no trailing newline
         raise ValueError(f"invalid capability id {cap_id!r}: use {CAPABILITY_ID_RULE}")
     return cap_id
+
+
+def reads(announced: str, version: str) -> bool:
+    """Whether an instance announcing ``announced`` (``protocolVersion``) reads ``version``:
+    versions are ``major.minor`` and each reads those before it; anything else reads nothing."""
+    try:
+        return _version(announced) >= _version(version)
+    except ValueError:
+        return False
+
+
+def _version(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")
+    return int(major), int(minor)
 
 
 CapabilityCategory = Literal["code", "analysis", "search", "browser", "shell", "custom"]
@@ -94,6 +109,9 @@ class AgentProfile(Wire, gc=False):  # gc=False: no cycles; views hold tens of t
     None for agents of the deployment, which routing trusts as 1."""
     card_signature: CardSignature | None = None
     """For an external agent: whether its agent card's signature verified (as its proxy reports)."""
+    protocol_version: Annotated[str, Meta(max_length=16)] = "1.3"
+    """The newest protocol version the instance reads (``bus.wire``). A record without it, as
+    runtimes before 1.4 wrote them, means 1.3: such an instance reads only the full form."""
 
     def proficiencies(self) -> dict[str, float]:
         return {c.id: c.proficiency for c in self.capabilities}

@@ -49,11 +49,12 @@ from redis.asyncio.client import PubSub
 from bus.errors import Unavailable
 from bus.rejects import Rejects
 
+from ._asking import Asking
 from ._entry import ViewEntry
 from ._events import load_only, parse_event
 from ._interest import Copies, Interest, load
 from ._quarantine import Quarantine
-from ._ranking import TIE_WINDOW, RankedEntries
+from ._ranking import TIE_WINDOW
 from ._refetch import ReadBudget, Refetch
 from ._sweeper import SWEEP_EVERY, take_turns
 from ._validate import Invalid
@@ -70,7 +71,7 @@ MAX_WAITING = 256
 _EVENTS = "the registry's events subscription"
 
 
-class LocalView(RankedEntries):
+class LocalView(Asking):
     """In-memory copy of the registry; run :meth:`run` in a task group to keep it fresh.
 
     Routing reads it through :class:`RankedEntries` (``best``, ``get``,
@@ -95,12 +96,12 @@ class LocalView(RankedEntries):
         """``read_budget``: the reads of instances that events name this view makes per
         heartbeat interval (or as many as it holds entries, if more) before it takes a flood
         for what it is and loads a snapshot once the interval is over instead."""
-        super().__init__(trust_floor=registry.trust_floor if trust_floor is None else trust_floor)
+        floor = registry.trust_floor if trust_floor is None else trust_floor
+        super().__init__(registry, trust_floor=floor, follow_all=follow == "all")
         self.registry = registry
         self.connected = False
         self.sweeper_id = f"view-{secrets.token_hex(8)}"
         """This view's name on the sweeper's lease."""
-        self.ready = anyio.Event()
         self.resyncs = 0
         self.heard = 0
         """Messages received on the channels followed (each copy of an event counts)."""
@@ -116,15 +117,11 @@ class LocalView(RankedEntries):
         """Agent -> instances refused because it had as many as its grant allows: read back
         when one of its entries goes (at most ``MAX_WAITING`` per agent)."""
         self._grants_seen = registry.granted
-        self._interest = Interest(registry, everything=follow == "all")
-        self._asked = Interest(registry, everything=False)
-        """Capabilities a synchronous read missed: followed by the loop, soon after."""
         self._pubsub: PubSub | None = None
         """The subscription while connected (``follow`` adds channels to it)."""
         self._subscribed = False
         self._lock = anyio.Lock()
         """Held while subscribing and loading: a snapshot and a first load do not interleave."""
-        self._woken = anyio.Event()
         self._reload = False
         self._copies = Copies()
 
@@ -134,10 +131,6 @@ class LocalView(RankedEntries):
         return self.rejects.total
 
     # -- following ---------------------------------------------------------------
-
-    def follows(self, capabilities: Iterable[str] = (), agents: Iterable[str] = ()) -> bool:
-        """Whether the view has loaded these capabilities and agents (never before it is ready)."""
-        return self.ready.is_set() and self._interest.covers(capabilities, agents)
 
     async def follow(
         self, capabilities: Iterable[str] = (), agents: Iterable[str] = (), *, ready_wait: float = 0.0
@@ -152,25 +145,6 @@ class LocalView(RankedEntries):
     async def follow_all(self) -> None:
         """Follow the whole registry from now on (and load it now)."""
         await self._extend(self._interest.widen)
-
-    def best(
-        self,
-        capabilities: Sequence[str],
-        *,
-        exclude: Iterable[str] = (),
-        allowed: Callable[[str], bool] | None = None,
-    ) -> ViewEntry | None:
-        """As :meth:`RankedEntries.best`; a capability not followed is followed soon after."""
-        if not self._interest.covers(capabilities) and self._asked.add(capabilities) is not None:
-            self._woken.set()
-        return super().best(capabilities, exclude=exclude, allowed=allowed)
-
-    def entries(self) -> list[ViewEntry]:
-        """Every entry; a view following what it uses follows the whole registry from then on."""
-        if not self._interest.everything and not self._asked.everything:
-            self._asked.everything = True
-            self._woken.set()
-        return super().entries()
 
     async def _extend(self, add: Callable[[], Interest | None]) -> None:
         async with self._lock:
@@ -195,8 +169,8 @@ class LocalView(RankedEntries):
         asked, self._asked = self._asked, Interest(self.registry, everything=False)
         if asked.everything:
             await self.follow_all()
-        elif asked.capabilities:
-            await self.follow(asked.capabilities)
+        elif asked.capabilities or asked.agents:
+            await self.follow(asked.capabilities, asked.agents)
 
     # -- writing ---------------------------------------------------------------
 

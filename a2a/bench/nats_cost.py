@@ -3,7 +3,8 @@
 ``python -m a2a.bench.nats_cost`` starts its own nats-server (with monitoring) and Redis,
 hosts an echo agent in one runtime and calls it from another: by name and by capability,
 one call at a time and 64 in flight, with the audit on and off, requests in the full form
-(``wire`` 1.3) and in the compact one (1.4, ``Settings.peer_protocol``), and an agent taking
+(``wire`` 1.3), in the compact one (1.4, ``Settings.peer_protocol``) and as the default
+``auto`` chooses (compact to these agents, which announce 1.4; audit records full), and an agent taking
 one call at a time (each call flips it busy and back). Each line is one case, per call:
 messages and bytes into and out of nats-server, and Redis's CPU, FCALLs and PUBLISHes
 (the heartbeats state changes bring forward; the background heartbeats of the two
@@ -68,7 +69,7 @@ async def _redis(client: aioredis.Redis) -> dict[str, float]:
 
 
 async def _cases(
-    nats_url: str, redis_url: str, monitor: int, audit: bool, wire: Literal["1.3", "1.4"]
+    nats_url: str, redis_url: str, monitor: int, audit: bool, wire: Literal["auto", "1.3", "1.4"]
 ) -> list[dict[str, Any]]:
     namespace = f"cost{int(audit)}{wire.replace('.', '')}"
     settings = Settings(
@@ -111,7 +112,7 @@ def measure() -> list[dict[str, Any]]:
         return [
             row
             for audit in (True, False)
-            for wire in ("1.3", "1.4")
+            for wire in ("auto", "1.3", "1.4")
             for row in anyio.run(_cases, nats.url, redis.url, monitor, audit, wire)
         ]
 

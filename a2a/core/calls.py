@@ -19,12 +19,7 @@ import anyio
 import msgspec
 
 from bus import Bus
-from bus.errors import (
-    A2AError,
-    DeadlineExceeded,
-    InvalidParams,
-    NoResponders,
-)
+from bus.errors import A2AError, DeadlineExceeded, InvalidParams, NoResponders
 from bus.ids import new_id
 from bus.limits import check_cycle, check_depth
 from bus.wire import (
@@ -91,7 +86,8 @@ class CallPath:
         # Proven senders: calls from outside any agent name the identity this runtime connected as.
         self.client = bus.subjects.sender if settings.proven else settings.client_name
         self._caller = bus.caller
-        bus.link.peer_protocol = settings.peer_protocol  # 1.4: requests and audit records go compact
+        bus.link.peer_protocol = settings.peer_protocol  # the form of requests and audit records
+        bus.caller.forms.readers = view  # in "auto", who reads the compact form (bus.forms)
         self._subjects = bus.subjects
         self._objectives = Objectives(settings.objective_window)
         self._redaction = ParamRedaction(services, settings.redact_params)

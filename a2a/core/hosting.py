@@ -35,7 +35,7 @@ from bus.errors import (
 )
 from bus.protocol import CALLER_GONE, SHUTDOWN, WITHDRAWN
 from bus.rejects import Rejects
-from bus.wire import NotificationEnvelope, RequestEnvelope
+from bus.wire import SUPPORTED_VERSIONS, NotificationEnvelope, RequestEnvelope
 from discovery.profile import AgentProfile, AgentStatus
 from discovery.registry import InstanceState
 from transports import Message
@@ -168,6 +168,7 @@ class AgentHost:
             capacity=agent.max_concurrency,
             trust=self._trust(),
             card_signature=None if agent.trust is None else agent.trust.signature,
+            protocol_version=SUPPORTED_VERSIONS[-1],
             metadata={
                 "runtime": self._runtime_id,
                 "actions": sorted(agent.actions),
@@ -391,8 +392,7 @@ class AgentHost:
             stats.handled += 1
         elif outcome == "refused":
             stats.refused += 1
-            if isinstance(error, InvalidEnvelope):
-                stats.invalid += 1
+            stats.invalid += isinstance(error, InvalidEnvelope)
         elif outcome == "cancelled":
             stats.cancelled += 1
         else:

@@ -31,10 +31,11 @@ async def test_one_callee_serves_both_forms_over_nats(settings: Settings) -> Non
 
     observer = await NatsTransport.connect(settings.nats_url)
     compact = msgspec.structs.replace(settings, peer_protocol="1.4")
+    full = msgspec.structs.replace(settings, peer_protocol="1.3")
     try:
         await observer.subscribe(f"a2a.{settings.namespace}.>", spy)
         await observer.flush()
-        async with Runtime(settings) as server, Runtime(settings) as old, Runtime(compact) as new:
+        async with Runtime(settings) as server, Runtime(full) as old, Runtime(compact) as new:
             await server.serve(echo)
             await new.wait_for_agents(["echo"], timeout=10)
             assert await old.call("echo", "run", {"n": 0}) == {"n": 0, "version": "1.3"}

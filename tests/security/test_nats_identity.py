@@ -16,6 +16,7 @@ import pytest
 from a2a import Agent, Context, Runtime
 from a2a.errors import PermissionDenied
 from bus import codec
+from bus._replies import parse_reply
 from bus.protocol import CANCEL_HEADER, encode_cancel
 from bus.wire import PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope, ResponseEnvelope
 from tests.security.conftest import NAMESPACE, as_user
@@ -308,7 +309,7 @@ async def test_a_reply_must_answer_the_very_request(deployment: dict[str, Runtim
         metadata=Metadata(timestamp=1, correlation_id="x"),
     )
     with pytest.raises(InvalidEnvelope, match="not this request"):
-        planner.bus.caller._parse_reply(codec.encode_envelope(other), env)
+        parse_reply(codec.encode_envelope(other), env, planner.bus.caller.stats)
 
 
 async def test_audit_records_are_read_by_clients_and_auditors_only_and_forgeries_are_skipped(

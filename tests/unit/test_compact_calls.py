@@ -107,16 +107,35 @@ async def test_a_runtime_at_1_4_sends_compact_requests_and_gets_compact_replies(
     assert len(request) <= 300 and len(reply) <= 180
 
 
-async def test_by_default_requests_stay_in_the_full_form(make_runtime: MakeRuntime) -> None:
-    """1.3 until the settings say every runtime reads 1.4: an older callee may be there."""
+async def test_at_1_3_requests_stay_in_the_full_form(make_runtime: MakeRuntime) -> None:
+    """1.3: the full form whatever the callee announces (an older runtime may read it)."""
     await make_runtime(echo)
-    client = await make_runtime()
+    client = await make_runtime(peer_protocol="1.3")
+    await client.wait_for_agents(["echo"])
     wiretap = await tap(client)
     assert await client.call("echo", "run", {"text": "x"}) == {"text": "x"}
     (request,) = wiretap.bodies("agent")
     (reply,) = wiretap.bodies("reply")
     assert request.startswith(b'{"type":"request"') and b'"protocolVersion":"1.3"' in request
     assert reply.startswith(b'{"type":"response"') and b'"protocolVersion":"1.3"' in reply
+
+
+async def test_by_default_an_agent_the_view_does_not_follow_yet_gets_the_full_form(
+    make_runtime: MakeRuntime,
+) -> None:
+    """In "auto" the first call by name asks the view to follow the agent; once it does, and
+    every instance announces 1.4, calls go compact."""
+    await make_runtime(echo)
+    client = await make_runtime()
+    wiretap = await tap(client)
+    assert await client.call("echo", "run", {"n": 1}) == {"n": 1}
+    assert client.view is not None
+    with anyio.fail_after(5):
+        while not client.view.reads_compact("echo"):
+            await anyio.sleep(0.01)
+    assert await client.call("echo", "run", {"n": 2}) == {"n": 2}
+    first, second = wiretap.bodies("agent")
+    assert first.startswith(b'{"type":"request"') and second.startswith(b'{"t":"q"')
 
 
 @pytest.mark.parametrize("version", ["1.0", "1.1", "1.2", PROTOCOL_VERSION])
@@ -234,7 +253,8 @@ async def test_a_request_to_several_agents_gets_each_ones_reply(make_runtime: Ma
 
 def test_the_setting_takes_the_versions_it_knows() -> None:
     assert Settings.from_env({"A2A_PEER_PROTOCOL": "1.4"}).peer_protocol == "1.4"
-    assert Settings.from_env({}).peer_protocol == "1.3"
+    assert Settings.from_env({"A2A_PEER_PROTOCOL": "1.3"}).peer_protocol == "1.3"
+    assert Settings.from_env({}).peer_protocol == "auto"
     with pytest.raises(ValueError, match="A2A_PEER_PROTOCOL"):
         Settings.from_env({"A2A_PEER_PROTOCOL": "2.0"})
 

@@ -1,0 +1,122 @@
+"""Which form a request travels in: the full one (1.3) or the compact one (1.4, ``bus.compact``).
+
+``Link.peer_protocol`` (``Settings.peer_protocol``) chooses:
+
+- ``auto`` (a runtime's default): compact to a target whose every receiver is known to read
+  1.4, else full. An instance reads it when its registry record says so (``protocolVersion``
+  1.4); an agent, when every instance of it the caller's registry view holds (at least one)
+  does, the view following that agent (:attr:`Forms.readers`, ``LocalView.reads_compact``).
+  Without a view, always full.
+- ``1.4``: always compact (every runtime this one calls reads it); ``1.3``: always full.
+
+Replies come in the form of their request, whatever this side chose (``bus.answers``).
+
+In ``auto`` a receiver may still read less than the view believes: an instance of an older
+runtime that joined its agent before the view heard of it, or a record that says more than
+its runtime reads. An older runtime answers a compact request with INVALID_ENVELOPE naming
+no request (``inReplyTo`` null), as it answers any message it cannot read: it handled
+nothing. The caller then sends the request once more in the full form (:meth:`Forms.again`)
+and, when the refusal is an older runtime's (field ``type``: it knows no ``t`` tag), sends
+that agent the full form for :data:`FULL_FORM_FOR` seconds. The request goes again
+under a new request id, and so on a new reply subject: the callee keeps its refusal as the
+answer to the first one's, and would answer a repeat with it. It goes again only if the
+first went out once: one sent again after a reconnect may have reached two instances, and
+the other one may be handling it. A request that is invalid in either form is refused again,
+and the call ends with that refusal.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal, Protocol
+
+import msgspec
+
+from . import codec
+from .compact import is_compact
+from .errors import InvalidEnvelope
+from .ids import new_id
+from .link import Link
+from .wire import COMPACT_VERSION, ErrorEnvelope, RequestEnvelope
+
+__all__ = ["AUTO", "FULL_FORM_FOR", "MAX_REMEMBERED", "Forms", "PeerProtocol", "Readers"]
+
+PeerProtocol = Literal["auto", "1.3", "1.4"]
+AUTO = "auto"
+FULL_FORM_FOR = 300.0
+"""Seconds an agent that refused a compact request is sent the full form."""
+MAX_REMEMBERED = 4096
+"""Agents remembered as having refused (the oldest forgotten first)."""
+
+
+class Readers(Protocol):
+    """What says which receivers read the compact form (a registry view)."""
+
+    def reads_compact(self, agent: str, instance: str | None = None) -> bool:
+        """Whether ``instance`` (None: every instance of ``agent``) is known to read 1.4."""
+        ...
+
+
+class Forms:
+    """The form of each request a caller sends (module docstring)."""
+
+    def __init__(self, link: Link) -> None:
+        self.link = link
+        self.readers: Readers | None = None
+        """In ``auto``: what knows which targets read 1.4 (None: none is known to)."""
+        self._refused: dict[str, float] = {}
+        """Agent -> until when (monotonic clock) it is sent the full form."""
+        self.resent = 0
+        """Requests sent again in the full form after an older runtime refused the compact one."""
+
+    def compact(self, subject: str) -> bool:
+        """Whether the request to ``subject`` goes in the compact form."""
+        protocol = self.link.peer_protocol
+        if protocol != AUTO:
+            return protocol == COMPACT_VERSION
+        readers = self.readers
+        if readers is None:
+            return False
+        subjects = self.link.subjects
+        agent = subjects.agent_of(subject)
+        refused = self._refused
+        if refused and agent in refused:
+            if refused[agent] > time.monotonic():
+                return False
+            del refused[agent]
+        return readers.reads_compact(agent, subjects.instance_of(subject))
+
+    def refused(self, data: bytes, subject: str) -> bool:
+        """Whether ``data``, the answer to a compact request sent to ``subject`` in ``auto``,
+        is a refusal by a runtime that did not read it. When the refusal is an older
+        runtime's (no ``type`` field: it read no tag it knows), the agent is sent the full
+        form for :data:`FULL_FORM_FOR` seconds."""
+        if self.link.peer_protocol != AUTO or is_compact(data):
+            return False
+        try:
+            reply = codec.decode_envelope(data)
+        except InvalidEnvelope:
+            return False
+        error = reply.payload.error
+        if (
+            type(reply) is not ErrorEnvelope
+            or reply.in_reply_to is not None
+            or error is None
+            or error.code != InvalidEnvelope.code
+        ):
+            return False
+        if (error.details or {}).get("field") != "type":
+            return True  # a bad field, which the full form will have too: its refusal ends the call
+        refused = self._refused
+        refused.pop(agent := self.link.subjects.agent_of(subject), None)
+        refused[agent] = time.monotonic() + FULL_FORM_FOR
+        if len(refused) > MAX_REMEMBERED:
+            del refused[next(iter(refused))]
+        return True
+
+    def again(self, request: RequestEnvelope, left: float) -> RequestEnvelope:
+        """``request`` to send again after a refusal: a new request id (and message id), and
+        ``left`` seconds to live."""
+        self.resent += 1
+        meta = msgspec.structs.replace(request.metadata, request_id=new_id(), ttl_ms=max(0, int(left * 1000)))
+        return msgspec.structs.replace(request, message_id=new_id(), metadata=meta)

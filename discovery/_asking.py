@@ -1,0 +1,70 @@
+"""A local view's entries as routing reads them, noting what it asks about that the view
+does not follow yet (``follow="used"``): the view's loop follows that soon after
+(``discovery.view``), and meanwhile the reads answer from what the entries hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import anyio
+
+from ._entry import ViewEntry
+from ._interest import Interest
+from ._ranking import RankedEntries
+from .registry import Registry
+
+__all__ = ["Asking"]
+
+
+class Asking(RankedEntries):
+    """:class:`RankedEntries` whose reads ask for what the view does not follow.
+
+    Args:
+        registry: the registry the view follows.
+        trust_floor: as :class:`RankedEntries`.
+        follow_all: the view follows every instance of the registry (nothing to ask for).
+    """
+
+    def __init__(self, registry: Registry, *, trust_floor: float, follow_all: bool) -> None:
+        super().__init__(trust_floor=trust_floor)
+        self.ready = anyio.Event()
+        """Set once the view has loaded what it follows, the first time."""
+        self._interest = Interest(registry, everything=follow_all)
+        """What the view follows."""
+        self._asked = Interest(registry, everything=False)
+        """What synchronous reads missed: followed by the view's loop, soon after."""
+        self._woken = anyio.Event()
+        """Set when the view's loop has something new to follow."""
+
+    def follows(self, capabilities: Iterable[str] = (), agents: Iterable[str] = ()) -> bool:
+        """Whether the view has loaded these capabilities and agents (never before it is ready)."""
+        return self.ready.is_set() and self._interest.covers(capabilities, agents)
+
+    def best(
+        self,
+        capabilities: Sequence[str],
+        *,
+        exclude: Iterable[str] = (),
+        allowed: Callable[[str], bool] | None = None,
+    ) -> ViewEntry | None:
+        """As :meth:`RankedEntries.best`; a capability not followed is followed soon after."""
+        if not self._interest.covers(capabilities) and self._asked.add(capabilities) is not None:
+            self._woken.set()
+        return super().best(capabilities, exclude=exclude, allowed=allowed)
+
+    def reads_compact(self, agent: str, instance: str | None = None) -> bool:
+        """As :meth:`RankedEntries.reads_compact`; for an agent, only once the view follows it
+        (it does soon after it is first asked about: False meanwhile)."""
+        if instance is None and not self.follows(agents=(agent,)):
+            if self._asked.add(agents=(agent,)) is not None:
+                self._woken.set()
+            return False
+        return super().reads_compact(agent, instance)
+
+    def entries(self) -> list[ViewEntry]:
+        """Every entry; a view following what it uses follows the whole registry from then on."""
+        if not self._interest.everything and not self._asked.everything:
+            self._asked.everything = True
+            self._woken.set()
+        return super().entries()

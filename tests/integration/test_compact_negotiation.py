@@ -1,0 +1,215 @@
+"""Which form a caller in "auto" (the default) sends, through a real nats-server and Redis:
+compact to agents whose every instance announces 1.4 in the registry, full to the others,
+and the full form again, once, after an older runtime refuses a compact request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+import redis.asyncio as aioredis
+
+from a2a import Agent, AgentCapability, Context, Runtime, Settings, by_capability, by_instance
+from a2a.core import hosting
+from a2a.errors import A2AError
+from bus import codec
+from bus.errors import InvalidEnvelope
+from bus.wire import Envelope
+from discovery import AgentProfile
+from transports import Message, NatsTransport
+
+pytestmark = pytest.mark.anyio
+
+
+def _agent(name: str, capability: str) -> tuple[Agent, list[dict[str, Any]]]:
+    """An echo agent that says which version it read, and the calls its handler ran."""
+    agent = Agent(name, capabilities=[AgentCapability(id=capability)])
+    ran: list[dict[str, Any]] = []
+
+    @agent.action("run")
+    async def _run(ctx: Context, params: dict[str, Any]) -> Any:
+        ran.append(params)
+        return {**params, "version": ctx.request.protocol_version}
+
+    return agent, ran
+
+
+class Wire:
+    """The requests nats-server carries to one agent's subjects, as bytes."""
+
+    def __init__(self, namespace: str, agent: str) -> None:
+        self.namespace, self.agent = namespace, agent
+        self.requests: list[bytes] = []
+
+    async def __call__(self, msg: Message) -> None:
+        if f".agent.{self.agent}." in msg.subject or f".inst.{self.agent}." in msg.subject:
+            self.requests.append(msg.data)
+
+    def forms(self) -> list[str]:
+        return ["compact" if data.startswith(b'{"t":"q"') else "full" for data in self.requests]
+
+
+async def _watch(settings: Settings, agent: str) -> tuple[NatsTransport, Wire]:
+    observer = await NatsTransport.connect(settings.nats_url)
+    wire = Wire(settings.namespace, agent)
+    await observer.subscribe(f"a2a.{settings.namespace}.>", wire)
+    await observer.flush()
+    return observer, wire
+
+
+async def _records(settings: Settings) -> dict[str, str]:
+    """Agent name -> its instance's registry record (the profile JSON as stored)."""
+    client = aioredis.Redis.from_url(settings.redis_url or "", decode_responses=True)
+    try:
+        keys = [k async for k in client.scan_iter(f"a2a:{{{settings.namespace}}}:inst:*")]
+        profiles = [await client.hget(k, "profile") for k in keys]
+    finally:
+        await client.aclose()
+    return {msgspec.json.decode(p)["name"]: p for p in profiles if p}
+
+
+def _before_1_4(profile: AgentProfile) -> AgentProfile:
+    """The record a runtime before 1.4 wrote: no protocolVersion."""
+    fields = msgspec.to_builtins(profile)
+    del fields["protocolVersion"]
+    return msgspec.convert(fields, AgentProfile)
+
+
+async def test_auto_sends_compact_to_agents_announcing_1_4_and_full_to_older_ones(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new, _ = _agent("echo", "test.new")
+    old, _ = _agent("older", "test.old")
+    announce = hosting.AgentHost.profile
+
+    def as_before_1_4(host: hosting.AgentHost) -> Any:
+        """A runtime before 1.4 wrote no protocolVersion in its records."""
+        profile = announce(host)
+        return _before_1_4(profile) if host.agent.name == "older" else profile
+
+    monkeypatch.setattr(hosting.AgentHost, "profile", as_before_1_4)
+    observer, wire = await _watch(settings, "echo")
+    old_wire = Wire(settings.namespace, "older")
+    await observer.subscribe(f"a2a.{settings.namespace}.>", old_wire)
+    await observer.flush()
+    try:
+        async with Runtime(settings) as server, Runtime(settings) as client:
+            assert client.settings.peer_protocol == "auto"
+            await server.serve(new, old)
+            await client.wait_for_agents(["echo", "older"], timeout=10)
+            records = await _records(settings)
+            assert '"protocolVersion":"1.4"' in records["echo"]
+            assert "protocolVersion" not in records["older"]
+            assert (await client.call("echo", "run", {"n": 1}))["version"] == "1.4"
+            assert (await client.call(by_capability("test.new"), "run", {"n": 2}))["version"] == "1.4"
+            assert (await client.call("older", "run", {"n": 3}))["version"] == "1.3"
+            assert (await client.call(by_capability("test.old"), "run", {"n": 4}))["version"] == "1.3"
+            await observer.flush()
+            assert client.bus.caller.forms.resent == 0
+    finally:
+        await observer.aclose()
+    assert wire.forms() == ["compact", "compact"]
+    assert old_wire.forms() == ["full", "full"]
+
+
+async def test_one_older_instance_keeps_calls_to_its_agent_by_name_in_the_full_form(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By name, any instance may take the call: full while one of them reads only 1.3. By
+    capability the call goes to one instance: compact when that one reads 1.4."""
+    agent, _ = _agent("mixed", "test.mixed")
+    announce = hosting.AgentHost.profile
+    older_runtimes: set[str] = set()
+
+    def some_before_1_4(host: hosting.AgentHost) -> Any:
+        profile = announce(host)
+        return _before_1_4(profile) if (profile.metadata or {}).get("runtime") in older_runtimes else profile
+
+    monkeypatch.setattr(hosting.AgentHost, "profile", some_before_1_4)
+    observer, wire = await _watch(settings, "mixed")
+    try:
+        async with Runtime(settings) as a, Runtime(settings) as b, Runtime(settings) as client:
+            older_runtimes.add(b.id)
+            (newer,) = await a.serve(agent)
+            (older,) = await b.serve(agent)
+            await client.wait_for_agents(["mixed"], timeout=10)
+            view = client.view
+            assert view is not None
+            with anyio.fail_after(10):
+                while view.instances_of("mixed") < 2:
+                    await anyio.sleep(0.05)
+            assert view.reads_compact("mixed", newer.instance_id)
+            assert not view.reads_compact("mixed", older.instance_id)
+            assert not view.reads_compact("mixed")
+            for _ in range(4):
+                assert (await client.call("mixed", "run", {}))["version"] == "1.3"
+            assert (await client.call(by_instance(newer.instance_id), "run", {}))["version"] == "1.4"
+            assert (await client.call(by_instance(older.instance_id), "run", {}))["version"] == "1.3"
+            await observer.flush()
+    finally:
+        await observer.aclose()
+    assert wire.forms() == ["full"] * 4 + ["compact", "full"]
+
+
+def _reads_1_3_only(data: bytes) -> Envelope:
+    """The envelope decoder of a runtime before 1.4: the full form only (its ``bus.codec``)."""
+    try:
+        return msgspec.json.decode(data, type=Envelope)  # type: ignore[no-any-return]
+    except msgspec.ValidationError as exc:
+        raise InvalidEnvelope(
+            f"invalid envelope: {exc}", details={"field": codec.bad_field(str(exc))}
+        ) from None
+    except msgspec.DecodeError as exc:
+        raise InvalidEnvelope(f"malformed envelope: {exc}", details={"field": "$"}) from None
+
+
+async def test_a_compact_request_an_older_runtime_refuses_is_answered_in_the_full_form_once(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An instance that reads less than its record says (as an older one the caller's view has
+    not heard of yet) refuses the compact request unread: it goes again in the full form,
+    under a new request id, and is handled once; the next call goes full at once."""
+    agent, ran = _agent("legacy", "test.legacy")
+    observer, wire = await _watch(settings, "legacy")
+    try:
+        async with Runtime(settings) as server, Runtime(settings) as client:
+            (host,) = await server.serve(agent)
+            await client.wait_for_agents(["legacy"], timeout=10)
+            assert client.view is not None and client.view.reads_compact("legacy")
+            # From here the callee decodes as a runtime before 1.4 did (the caller decodes
+            # only full-form replies from it, which that decoder reads as this one does).
+            monkeypatch.setattr(codec, "decode_envelope", _reads_1_3_only)
+            assert await client.call("legacy", "run", {"n": 1}) == {"n": 1, "version": "1.3"}
+            assert await client.call("legacy", "run", {"n": 2}) == {"n": 2, "version": "1.3"}
+            await observer.flush()
+            stats = host.stats
+    finally:
+        await observer.aclose()
+    assert ran == [{"n": 1}, {"n": 2}]  # each handled once
+    assert wire.forms() == ["compact", "full", "full"]
+    assert client.bus.caller.forms.resent == 1
+    assert stats.invalid == 1 and stats.handled == 2
+    first, again = (msgspec.json.decode(d) for d in wire.requests[:2])
+    assert again["metadata"]["requestId"] != first["m"].get("ri", first["m"]["ci"])
+    assert again["metadata"]["correlationId"] == first["m"]["ci"]
+
+
+async def test_a_request_invalid_in_both_forms_ends_with_its_typed_error(settings: Settings) -> None:
+    agent, ran = _agent("strict", "test.strict")
+    observer, wire = await _watch(settings, "strict")
+    try:
+        async with Runtime(settings) as server, Runtime(settings) as client:
+            await server.serve(agent)
+            await client.wait_for_agents(["strict"], timeout=10)
+            with pytest.raises(A2AError) as info:
+                await client.call("strict", "r" * 300, {})  # an action name longer than 256
+            assert info.value.code == "INVALID_ENVELOPE"
+            assert info.value.details["field"] == "payload.action"
+            assert await client.call("strict", "run", {"n": 1}) == {"n": 1, "version": "1.4"}
+            await observer.flush()
+    finally:
+        await observer.aclose()
+    assert ran == [{"n": 1}]
+    assert wire.forms() == ["compact", "full", "compact"]  # the agent still gets the compact form
