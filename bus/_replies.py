@@ -24,8 +24,13 @@ class CallerStats:
     progress_dropped: int = 0  # for calls that ended or did not ask for them, or malformed updates
 
 
-def parse_reply(data: bytes, request: RequestEnvelope, stats: CallerStats) -> ResponseEnvelope:
-    """The response ``data`` holds, answering ``request`` (counted in ``stats``).
+def parse_reply(
+    data: bytes, request: RequestEnvelope, stats: CallerStats, *, batched: bool = False
+) -> ResponseEnvelope:
+    """The response ``data`` holds, answering ``request`` (counted in ``stats``); ``batched``:
+    it came as a line of a reply batch, where an error too must name the request it answers
+    (a refusal of a request its sender could not read never travels in a batch, and a batch
+    line may name any call of this runtime).
 
     Raises:
         A2AError: the callee's typed error, or INVALID_ENVELOPE for a reply that does not
@@ -37,7 +42,7 @@ def parse_reply(data: bytes, request: RequestEnvelope, stats: CallerStats) -> Re
         stats.invalid_replies += 1
         raise exc.located(target_of(request), request.metadata.hop_count) from None
     answers = reply.in_reply_to
-    if answers != request.message_id and (answers is not None or type(reply) is not ErrorEnvelope):
+    if answers != request.message_id and (answers is not None or batched or type(reply) is not ErrorEnvelope):
         # Not an answer to this request (whose message id only its callee saw): a reply
         # aimed at this call by someone who never received it. An error may name no
         # request (a refusal sent before the request was read, such as OVERLOADED).

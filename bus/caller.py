@@ -152,14 +152,20 @@ class Caller:
             if (
                 compact
                 and not slot.resent
+                and not slot.batched
                 and self.forms.refused(outcome, subject)
                 and (left := slot.deadline - loop.time()) > 0
             ):  # an older runtime could not read it, and handled nothing: the full form
+                with anyio.CancelScope(shield=True):  # were it anyone else's refusal: the first stops
+                    await self.withdrawals.now(request_id, slot)
                 again = self.forms.again(envelope, left)
                 return await self.request(
                     subject, again, timeout=left, headers=headers, on_progress=on_progress, compact=False
                 )
-            return parse_reply(outcome, envelope, self.stats)
+            response = parse_reply(outcome, envelope, self.stats, batched=slot.batched)
+            if not compact:
+                self.forms.answered(subject)
+            return response
         target = target_of(envelope)
         if outcome is NO_RESPONDERS:
             self.stats.no_responders += 1
@@ -254,7 +260,11 @@ class Caller:
             if not correlation_id or not reply:
                 self.stats.invalid_replies += 1
                 self.rejects("malformed batch line", line[:100])
-            elif not resolve(correlation_id, reply):
+                continue
+            slot = self.pending.get(correlation_id)
+            if slot is not None:
+                slot.batched = True
+            if not resolve(correlation_id, reply):
                 log.debug("late or unknown reply %s dropped", correlation_id)
 
     # -- after a reconnect -------------------------------------------------------------

@@ -5,7 +5,9 @@
 - ``auto`` (a runtime's default): compact to a target whose every receiver is known to read
   1.4, else full. An instance reads it when its registry record says so (``protocolVersion``
   1.4); an agent, when every instance of it the caller's registry view holds (at least one)
-  does, the view following that agent (:attr:`Forms.readers`, ``LocalView.reads_compact``).
+  does, the view following that agent (:attr:`Forms.readers`, ``LocalView.reads_compact``):
+  an agent the view does not follow yet gets the full form, and once it has answered one,
+  the view follows it (:meth:`Forms.answered`).
   Without a view, always full.
 - ``1.4``: always compact (every runtime this one calls reads it); ``1.3``: always full.
 
@@ -14,15 +16,16 @@ Replies come in the form of their request, whatever this side chose (``bus.answe
 In ``auto`` a receiver may still read less than the view believes: an instance of an older
 runtime that joined its agent before the view heard of it, or a record that says more than
 its runtime reads. An older runtime answers a compact request with INVALID_ENVELOPE naming
-no request (``inReplyTo`` null), as it answers any message it cannot read: it handled
-nothing. The caller then sends the request once more in the full form (:meth:`Forms.again`)
-and, when the refusal is an older runtime's (field ``type``: it knows no ``t`` tag), sends
-that agent the full form for :data:`FULL_FORM_FOR` seconds. The request goes again
-under a new request id, and so on a new reply subject: the callee keeps its refusal as the
-answer to the first one's, and would answer a repeat with it. It goes again only if the
-first went out once: one sent again after a reconnect may have reached two instances, and
-the other one may be handling it. A request that is invalid in either form is refused again,
-and the call ends with that refusal.
+no request (``inReplyTo`` null) on field ``type`` (it knows no ``t`` tag): it handled
+nothing. The caller then withdraws that request (were the refusal forged by someone else,
+the callee stops it), sends it once more in the full form (:meth:`Forms.again`) and sends
+that agent the full form for :data:`FULL_FORM_FOR` seconds. The request goes again under a
+new request id, and so on a new reply subject: the callee keeps its refusal as the answer to
+the first one's, and would answer a repeat with it. It goes again only if the first went out
+once (one sent again after a reconnect may have reached two instances, and the other one may
+be handling it) and the refusal came on its own reply subject: a reply batch never carries
+such a refusal (a caller takes a batch line's error only when it names its request). Any
+other refusal ends the call: the full form would be refused alike.
 """
 
 from __future__ import annotations
@@ -56,6 +59,10 @@ class Readers(Protocol):
         """Whether ``instance`` (None: every instance of ``agent``) is known to read 1.4."""
         ...
 
+    def learn(self, agent: str) -> None:
+        """Find out soon whether every instance of ``agent`` reads 1.4 (follow it)."""
+        ...
+
 
 class Forms:
     """The form of each request a caller sends (module docstring)."""
@@ -86,10 +93,20 @@ class Forms:
             del refused[agent]
         return readers.reads_compact(agent, subjects.instance_of(subject))
 
+    def answered(self, subject: str) -> None:
+        """A full-form request to ``subject`` was answered. In ``auto``, its agent (which
+        exists: it answered) is learnt about, so that later calls may go compact; an agent
+        that never answers (one that does not exist) is never followed for this."""
+        readers = self.readers
+        if readers is not None and self.link.peer_protocol == AUTO:
+            subjects = self.link.subjects
+            if subjects.instance_of(subject) is None and (agent := subjects.agent_of(subject)):
+                readers.learn(agent)
+
     def refused(self, data: bytes, subject: str) -> bool:
         """Whether ``data``, the answer to a compact request sent to ``subject`` in ``auto``,
-        is a refusal by a runtime that did not read it. When the refusal is an older
-        runtime's (no ``type`` field: it read no tag it knows), the agent is sent the full
+        is an older runtime's refusal of what it could not read (INVALID_ENVELOPE naming no
+        request, on field ``type``: it read no tag it knows); the agent is then sent the full
         form for :data:`FULL_FORM_FOR` seconds."""
         if self.link.peer_protocol != AUTO or is_compact(data):
             return False
@@ -106,7 +123,7 @@ class Forms:
         ):
             return False
         if (error.details or {}).get("field") != "type":
-            return True  # a bad field, which the full form will have too: its refusal ends the call
+            return False  # a bad field, which the full form would have too: its refusal ends the call
         refused = self._refused
         refused.pop(agent := self.link.subjects.agent_of(subject), None)
         refused[agent] = time.monotonic() + FULL_FORM_FOR

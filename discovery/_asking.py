@@ -55,12 +55,15 @@ class Asking(RankedEntries):
 
     def reads_compact(self, agent: str, instance: str | None = None) -> bool:
         """As :meth:`RankedEntries.reads_compact`; for an agent, only once the view follows it
-        (it does soon after it is first asked about: False meanwhile)."""
+        (False meanwhile: see :meth:`learn`)."""
         if instance is None and not self.follows(agents=(agent,)):
-            if self._asked.add(agents=(agent,)) is not None:
-                self._woken.set()
             return False
         return super().reads_compact(agent, instance)
+
+    def learn(self, agent: str) -> None:
+        """Follow ``agent`` soon (a caller's full-form request to it was answered)."""
+        if not self._interest.covers(agents=(agent,)) and self._asked.add(agents=(agent,)) is not None:
+            self._woken.set()
 
     def entries(self) -> list[ViewEntry]:
         """Every entry; a view following what it uses follows the whole registry from then on."""

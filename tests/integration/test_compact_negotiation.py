@@ -15,6 +15,7 @@ from a2a import Agent, AgentCapability, Context, Runtime, Settings, by_capabilit
 from a2a.core import hosting
 from a2a.errors import A2AError
 from bus import codec
+from bus.answers import error_to
 from bus.errors import InvalidEnvelope
 from bus.wire import Envelope
 from discovery import AgentProfile
@@ -196,7 +197,9 @@ async def test_a_compact_request_an_older_runtime_refuses_is_answered_in_the_ful
     assert again["metadata"]["correlationId"] == first["m"]["ci"]
 
 
-async def test_a_request_invalid_in_both_forms_ends_with_its_typed_error(settings: Settings) -> None:
+async def test_a_request_a_new_runtime_refuses_ends_with_its_typed_error_unsent_again(
+    settings: Settings,
+) -> None:
     agent, ran = _agent("strict", "test.strict")
     observer, wire = await _watch(settings, "strict")
     try:
@@ -212,4 +215,83 @@ async def test_a_request_invalid_in_both_forms_ends_with_its_typed_error(setting
     finally:
         await observer.aclose()
     assert ran == [{"n": 1}]
-    assert wire.forms() == ["compact", "full", "compact"]  # the agent still gets the compact form
+    assert wire.forms() == ["compact", "compact"]  # the full form would be refused alike
+    assert client.bus.caller.forms.resent == 0
+
+
+async def test_a_forged_refusal_in_a_reply_batch_never_has_a_call_run_twice(settings: Settings) -> None:
+    """A batch line may name any call of the runtime it goes to: a refusal naming no request
+    (what an older runtime answers a compact request with) is not taken from one, so the
+    call is not sent again while its callee runs it."""
+    agent = Agent("slow", capabilities=[AgentCapability(id="test.slow")])
+    ran: list[int] = []
+
+    @agent.action("run")
+    async def _run(ctx: Context, params: dict[str, Any]) -> Any:
+        ran.append(params["n"])
+        await anyio.sleep(0.5)
+        return params
+
+    forger = await NatsTransport.connect(settings.nats_url)
+    try:
+        async with Runtime(settings) as server, Runtime(settings) as client:
+            await server.serve(agent)
+            await client.wait_for_agents(["slow"], timeout=10)
+            caller = client.bus.caller
+            refusal = codec.encode_envelope(
+                error_to(None, "slow", "x", InvalidEnvelope("unreadable", details={"field": "type"}), None)
+            )
+            async with anyio.create_task_group() as tg:
+
+                async def call() -> None:
+                    with pytest.raises(A2AError) as info:
+                        await client.call("slow", "run", {"n": 1}, timeout=5)
+                    assert info.value.code == "INVALID_ENVELOPE"  # not an answer to it
+
+                tg.start_soon(call)
+                with anyio.fail_after(5):
+                    while not ran:
+                        await anyio.sleep(0.01)
+                (key,) = [k for k, _ in caller.pending.items()]
+                line = key.encode() + b" " + refusal
+                await forger.publish(caller.reply_prefix + "zzz", line, headers={"A2A-Replies": "1"})
+            await anyio.sleep(0.7)
+            assert ran == [1] and caller.forms.resent == 0
+    finally:
+        await forger.aclose()
+
+
+async def test_by_name_an_agent_is_followed_once_it_has_answered_and_a_missing_one_never(
+    settings: Settings,
+) -> None:
+    """A view follows the agents its runtime calls by name only once one has answered: the
+    first calls go in the full form, the later ones compact; a name nobody serves costs no
+    registry read."""
+    agent, ran = _agent("late", "test.late")
+    observer, wire = await _watch(settings, "late")
+    try:
+        async with Runtime(settings) as server, Runtime(settings) as client:
+            await server.serve(agent)
+            with anyio.fail_after(10):
+                while True:  # no wait_for_agents: the view does not follow "late" yet
+                    try:
+                        await client.call("late", "run", {"n": 0}, timeout=1)
+                        break
+                    except A2AError:
+                        await anyio.sleep(0.1)
+            view = client.view
+            assert view is not None
+            with anyio.fail_after(5):
+                while not view.reads_compact("late"):
+                    await anyio.sleep(0.05)
+            assert await client.call("late", "run", {"n": 1}) == {"n": 1, "version": "1.4"}
+            for name in ("ghost-1", "ghost-2"):
+                with pytest.raises(A2AError):
+                    await client.call(name, "run", {}, timeout=1)
+            await anyio.sleep(0.3)
+            assert not view.follows(agents=["ghost-1"]) and not view.follows(agents=["ghost-2"])
+            await observer.flush()
+    finally:
+        await observer.aclose()
+    assert wire.forms()[0] == "full" and wire.forms()[-1] == "compact"
+    assert ran[-1] == {"n": 1}
