@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from .codec import encode_envelope, encode_reply
+from .compact import compact_response
 from .errors import A2AError, PayloadTooLarge
 from .ids import serial_id
 from .wire import (
@@ -20,7 +21,7 @@ from .wire import (
     TokenUsage,
 )
 
-__all__ = ["encode_answer", "error_to", "response_to"]
+__all__ = ["encode_answer", "encode_response", "error_to", "response_to"]
 
 
 def response_to(
@@ -42,6 +43,18 @@ def response_to(
     if usage is not None:
         response.payload.usage = usage
     return response
+
+
+def encode_response(request: RequestEnvelope, agent: str, result: Any, usage: TokenUsage | None) -> bytes:
+    """``encode_answer(response_to(request, agent, result, usage), request)``: a compact
+    request's response straight in the compact form (the callee's hot path).
+
+    Raises:
+        TypeError, msgspec.EncodeError...: a result JSON cannot hold (``codec.ENCODE_ERRORS``).
+    """
+    if request.protocol_version == COMPACT_VERSION:
+        return compact_response(request, serial_id(), agent, result, usage, int(time.time() * 1000))
+    return encode_envelope(response_to(request, agent, result, usage))
 
 
 def error_to(

@@ -24,7 +24,7 @@ import anyio
 from transports import Message
 
 from ._received import Received
-from .answers import encode_answer, error_to, response_to
+from .answers import encode_answer, encode_response, error_to
 from .codec import ENCODE_ERRORS
 from .errors import A2AError, AgentError, Cancelled, PayloadTooLarge
 from .held import Held
@@ -323,10 +323,9 @@ class Endpoint:
     ) -> A2AError | None:
         """Send the handler's result; returns the error sent instead when the result cannot travel."""
         meta = request.metadata
-        response = response_to(request, self.agent, result, usage)
         error: A2AError
         try:
-            data = encode_answer(response, request)
+            data = encode_response(request, self.agent, result, usage)
         except ENCODE_ERRORS as exc:
             error = AgentError(f"result of {request.payload.action!r} is not JSON-serialisable: {exc}")
         else:

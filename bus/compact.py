@@ -54,6 +54,7 @@ __all__ = [
     "REPLY_KEYS",
     "CompactEnvelope",
     "CompactReply",
+    "compact_response",
     "copier",
     "decode_compact",
     "decode_reply",
@@ -275,6 +276,29 @@ def encode_reply(reply: ResponseEnvelope | ErrorEnvelope, request: RequestEnvelo
             usage=p.usage,
         )
     )
+
+
+def compact_response(
+    request: RequestEnvelope,
+    message_id: str,
+    agent: str,
+    result: Any,
+    usage: TokenUsage | None,
+    timestamp: int,
+) -> bytes:
+    """``agent``'s response to the compact ``request``, carrying ``result``: the bytes
+    :func:`encode_reply` gives for the response that follows the request in everything else
+    (``bus.answers.response_to``), without building that response first."""
+    source = None if agent == request.target_agent_id else agent
+    reply = CompactResponse(
+        message_id=message_id,
+        in_reply_to=request.message_id,
+        timestamp=timestamp,
+        source_agent_id=source,
+        result=result,
+        usage=usage,
+    )
+    return _encode(reply)
 
 
 def decode_reply(data: bytes, request: RequestEnvelope) -> ResponseEnvelope | ErrorEnvelope:

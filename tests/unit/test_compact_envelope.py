@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from bus import codec
-from bus.answers import encode_answer, error_to, response_to
+from bus.answers import encode_answer, encode_response, error_to, response_to
 from bus.compact import ENVELOPE_KEYS, METADATA_KEYS, PAYLOAD_KEYS, REPLY_KEYS, encode_compact, encode_reply
 from bus.errors import InvalidEnvelope, UnknownAction
 from bus.handoff import Delegation, FilteredContext, Grants, HandoffData
@@ -317,3 +317,28 @@ def test_a_64_byte_echo_call_fits_in_about_half_the_bytes() -> None:
     batch_line = len(request.metadata.key) + 1 + len(reply)
     assert len(compact_request) + len(reply) <= 480
     assert len(compact_request) + batch_line <= 520
+
+
+@pytest.mark.parametrize("compact", [True, False])
+@pytest.mark.parametrize("agent", ["style", "security"])
+@pytest.mark.parametrize("usage", [None, TokenUsage(prompt=5, completion=2, total=7)])
+@pytest.mark.parametrize("result", [None, 0, "", "text", [1, {"a": None}], {"ok": [1, 2], "n": 1.5}])
+def test_the_callees_response_encoding_is_encode_answer_of_response_to(
+    compact: bool, agent: str, usage: TokenUsage | None, result: Any
+) -> None:
+    """``encode_response`` (the callee's hot path) gives the bytes ``encode_answer`` gives for
+    ``response_to``'s response, a compact request's without building that response."""
+    request = as_compact(everything()) if compact else everything()
+    request.target_agent_id = ["style", "security"] if agent == "security" else "style"
+    fast = encode_response(request, agent, result, usage)
+    slow = encode_answer(response_to(request, agent, result, usage), request)
+    assert fast.startswith(b'{"t":"r"') == compact
+
+    def same(data: bytes) -> Any:  # its own message id and timestamp aside
+        reply = codec.decode_answer(data, request)
+        return msgspec.structs.replace(
+            reply, message_id="-", metadata=msgspec.structs.replace(reply.metadata, timestamp=0)
+        )
+
+    assert same(fast) == same(slow)
+    assert len(fast) - len(slow) in range(-4, 5)  # ids and timestamps of about the same length
