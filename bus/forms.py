@@ -81,17 +81,26 @@ class Forms:
         protocol = self.link.peer_protocol
         if protocol != AUTO:
             return protocol == COMPACT_VERSION
+        if self.readers is None:
+            return False
+        subjects = self.link.subjects
+        return self.choose(subjects.agent_of(subject), subjects.instance_of(subject))
+
+    def choose(self, agent: str, instance: str | None) -> bool:
+        """:meth:`compact` for a request to ``instance`` of ``agent`` (None: to any of its
+        instances), for a caller that knows them without reading its subject."""
+        protocol = self.link.peer_protocol
+        if protocol != AUTO:
+            return protocol == COMPACT_VERSION
         readers = self.readers
         if readers is None:
             return False
-        subjects = self.link.subjects
-        agent = subjects.agent_of(subject)
         refused = self._refused
         if refused and agent in refused:
             if refused[agent] > time.monotonic():
                 return False
             del refused[agent]
-        return readers.reads_compact(agent, subjects.instance_of(subject))
+        return readers.reads_compact(agent, instance)
 
     def answered(self, subject: str) -> None:
         """A full-form request to ``subject`` was answered. In ``auto``, its agent (which

@@ -182,9 +182,11 @@ class CallPath:
                     attempts += 1
                     sent = True
                     try:
+                        compact = self._caller.forms.choose(name, instance or route.instance)
                         response = await self._caller.request(
-                            subject, env, timeout=left, headers=headers, on_progress=options.on_progress
-                        )
+                            subject, env, timeout=left, headers=headers, on_progress=options.on_progress,
+                            compact=compact,
+                        )  # fmt: skip
                         break
                     except NoResponders:
                         if instance is None or self.view is None:
