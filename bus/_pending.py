@@ -60,9 +60,9 @@ class Reply:
         self.subject = subject
         self.request: tuple[bytes, str, Mapping[str, str] | None] | None = None
         self.resent = False
+        """Published more than once (sent again after a reconnect)."""
         self.batched = False
         """Its reply came in a reply batch (a line of it), not on its own reply subject."""
-        """Published more than once (sent again after a reconnect)."""
         self.local = False
         """Delivered to a callee in this process (nothing to send again after a reconnect)."""
         self.on_progress: Callable[[Any], None] | None = None

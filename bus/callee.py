@@ -112,47 +112,48 @@ class Endpoint:
         await self._listening.close()
 
     async def on_message(self, msg: Message) -> None:
-        """Subscription callback: answer probes and repeats here, hand the rest to the host."""
+        """Subscription callback: the host takes calls (:meth:`take`); probes and repeats are answered."""
+        if self.take(msg):
+            return
         reply = msg.reply
         if reply and self._strict and not self._answerable(msg.subject, reply):
             self.reply_rejects("reply subject not the sender's", f"{msg.subject} -> {reply}")
             return
         headers = msg.headers
-        if headers:
-            if PROBE_HEADER in headers:
-                if reply:
-                    if self._heard is not None:
-                        self._heard(reply)
-                    alive = {ALIVE_HEADER: self.instance_id}
-                    stale = self._received.stale
-                    if stale and self.link.subjects.runtime_prefix(reply) in stale:
-                        alive[RESEND_HEADER] = "1"  # its calls came on a connection since lost
-                    await self._publish(reply, b"", alive)
-                return
-            if CANCEL_HEADER in headers:
-                await self.on_cancel(msg)
-                return
-        # A runtime caller may send a call again (it, or this process, lost its connection).
-        if reply.startswith(self._runtime_replies) and not self._received.arrived(reply):
-            self.repeated += 1
-            if self._heard is not None:
-                self._heard(reply)  # its runtime is there
-            if self._received.stale:
-                self._received.stale.discard(self.link.subjects.runtime_prefix(reply))
-            done = self._received.reply(reply)
-            if done:  # answered already: answer again; in progress or uncached: the first answers
-                await self._publish(reply, done)
+        if headers and PROBE_HEADER in headers:
+            if reply:
+                if self._heard is not None:
+                    self._heard(reply)
+                alive = {ALIVE_HEADER: self.instance_id}
+                stale = self._received.stale
+                if stale and self.link.subjects.runtime_prefix(reply) in stale:
+                    alive[RESEND_HEADER] = "1"  # its calls came on a connection since lost
+                await self._publish(reply, b"", alive)
             return
-        self.deliver(msg)
+        if headers and CANCEL_HEADER in headers:
+            await self.on_cancel(msg)
+            return
+        self.repeated += 1  # what take left: a call sent again (either side lost its connection)
+        if self._heard is not None:
+            self._heard(reply)  # its runtime is there
+        if self._received.stale:
+            self._received.stale.discard(self.link.subjects.runtime_prefix(reply))
+        done = self._received.reply(reply)
+        if done:  # answered already: answer again; in progress or uncached: the first answers
+            await self._publish(reply, done)
 
     def take(self, msg: Message) -> bool:
-        """:meth:`on_message`'s common case (no probe, cancel or repeat; an answerable reply
-        subject), where the message is read: handed to the host (True), or left (False)."""
+        """Hand a call or notification to the host (True); False for what :meth:`on_message`
+        answers itself: a probe, a cancel notice, a call sent again, or one on a reply subject
+        that is not its sender's."""
         reply = msg.reply
-        if msg.headers or (reply and self._strict and not self._answerable(msg.subject, reply)):
+        if reply and self._strict and not self._answerable(msg.subject, reply):
+            return False
+        headers = msg.headers
+        if headers and (PROBE_HEADER in headers or CANCEL_HEADER in headers):
             return False
         if reply.startswith(self._runtime_replies) and not self._received.arrived(reply):
-            return False  # a repeat (on_message asks again: the same answer)
+            return False  # a repeat (noted as such: on_message answers it)
         self.deliver(msg)
         return True
 

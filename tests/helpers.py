@@ -103,6 +103,11 @@ async def raw_exchange(
     transport: Transport, subject: str, data: bytes, timeout: float = 5.0
 ) -> dict[str, Any]:
     """Publish bytes with a reply inbox, as a plain NATS client would; return the reply as JSON."""
+    return json.loads(await raw_reply(transport, subject, data, timeout))  # type: ignore[no-any-return]
+
+
+async def raw_reply(transport: Transport, subject: str, data: bytes, timeout: float = 5.0) -> bytes:
+    """Publish bytes with a reply inbox, as a plain NATS client would; return the reply's bytes."""
     got: list[bytes] = []
     done = anyio.Event()
 
@@ -117,4 +122,4 @@ async def raw_exchange(
     with anyio.fail_after(timeout):
         await done.wait()
     await sub.unsubscribe()
-    return json.loads(got[0])  # type: ignore[no-any-return]
+    return got[0]

@@ -18,6 +18,7 @@ from bus import codec
 from bus.compact import encode_compact
 from bus.ids import new_id
 from bus.wire import PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope
+from tests.helpers import raw_reply
 from transports import Message
 
 from .conftest import MakeRuntime
@@ -261,18 +262,4 @@ def test_the_setting_takes_the_versions_it_knows() -> None:
 
 async def _exchange(rt: Any, raw: bytes) -> bytes:
     """Publish ``raw`` to the echo agent with a plain inbox; the reply's bytes."""
-    transport = rt.bus.transport
-    got: list[bytes] = []
-    done = anyio.Event()
-
-    async def on_reply(msg: Message) -> None:
-        got.append(msg.data)
-        done.set()
-
-    inbox = f"_INBOX.t{new_id()}"
-    sub = await transport.subscribe(inbox, on_reply)
-    await transport.publish(rt.bus.subjects.agent("echo"), raw, reply=inbox)
-    with anyio.fail_after(2):
-        await done.wait()
-    await sub.unsubscribe()
-    return got[0]
+    return await raw_reply(rt.bus.transport, rt.bus.subjects.agent("echo"), raw, timeout=2)
