@@ -78,11 +78,6 @@ class Forms:
 
     def compact(self, subject: str) -> bool:
         """Whether the request to ``subject`` goes in the compact form."""
-        protocol = self.link.peer_protocol
-        if protocol != AUTO:
-            return protocol == COMPACT_VERSION
-        if self.readers is None:
-            return False
         subjects = self.link.subjects
         return self.choose(subjects.agent_of(subject), subjects.instance_of(subject))
 

@@ -51,6 +51,13 @@ dotless i (U+0131) and long s (U+017F), and the dot ``lower()`` adds to a dotted
 (U+0130). The lower-cased text the quick checks search is folded so, or a name such as
 "pa\u017f\u017fword=x" would pass them by."""
 
+
+def _folded(text: str) -> str:
+    """``text`` lower-cased and folded (:data:`_FOLD`): what the quick checks search."""
+    lowered = text.lower()
+    return lowered if lowered.isascii() else lowered.translate(_FOLD)
+
+
 # Key names (lower-cased, without "_", "-", "." and spaces) whose whole value is a secret.
 _SHORTEST = 4
 """No default rule matches text shorter than this (``pw=x`` is among the shortest matches)."""
@@ -125,9 +132,7 @@ class Redactor:
         leaves the process: error messages, objectives, previews, log lines."""
         if len(text) < self._shortest:
             return text
-        lowered = text.lower()
-        if not lowered.isascii():
-            lowered = lowered.translate(_FOLD)
+        lowered = _folded(text)
         for rule, needles, precheck in self._plan:
             if needles is not None:
                 for needle in needles:
@@ -140,9 +145,7 @@ class Redactor:
             new, count = rule.apply(text, lowered, prechecked=True)
             if count:
                 text = new
-                lowered = text.lower()
-                if not lowered.isascii():
-                    lowered = lowered.translate(_FOLD)
+                lowered = _folded(text)
                 if found is not None:
                     found[rule.name] = found.get(rule.name, 0) + count
         return text
