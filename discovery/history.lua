@@ -13,13 +13,15 @@ end
 
 local UNREADABLE = '\0'  -- an owner no user id equals: a meta hash of the wrong type
 
--- The conversation's owner: '' when it has none, UNREADABLE when its meta cannot be read.
+-- The conversation's owner ('' when it has none, UNREADABLE when its meta cannot be read)
+-- and whether it has a goal, in one read.
 local function owner_of(meta)
-  local reply = redis.pcall('HGET', meta, 'userId')
-  if failed(reply) then return UNREADABLE end
-  if not reply then return '' end
-  if reply == '' then return UNREADABLE end  -- claimed by an empty id: nobody's to write
-  return reply
+  local reply = redis.pcall('HMGET', meta, 'userId', 'goal')
+  if failed(reply) then return UNREADABLE, true end
+  local owner = reply[1]
+  if not owner then return '', reply[2] ~= false end
+  if owner == '' then return UNREADABLE, true end  -- claimed by an empty id: nobody's to write
+  return owner, reply[2] ~= false
 end
 
 -- ARGV: ttl, max messages, and the batch as one JSON array of exchanges, each [conversation
@@ -40,7 +42,7 @@ local function history_append(keys, args)
       local meta = keys[1] .. id .. ':meta'
       local owner = owners[id]
       if owner == nil then
-        owner = owner_of(meta)
+        owner, goals[id] = owner_of(meta)
         owners[id] = owner
       end
       if owner == '' or owner == user then
@@ -58,7 +60,7 @@ local function history_append(keys, args)
   local held = {}
   for id, length in pairs(lengths) do
     local messages = keys[1] .. id .. ':messages'
-    redis.call('LTRIM', messages, -max, -1)
+    if length > max then redis.call('LTRIM', messages, -max, -1) end
     redis.call('EXPIRE', messages, ttl)
     redis.call('EXPIRE', keys[1] .. id .. ':meta', ttl)
     held[#held + 1] = {id, writes[id], length}

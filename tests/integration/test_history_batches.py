@@ -65,6 +65,14 @@ async def test_a_batch_writes_each_conversation_of_its_owner_in_order(
     assert (await history.summary_inputs(["open"], 1))[0].previous == "anyone's"
     assert await client.ttl(history._key("owned", "messages")) > 0
     assert await client.ttl(history._key("owned", "meta")) > 0
+    # A later batch neither replaces a goal nor trims a list within its bounds.
+    appended = await history.append_exchanges([exchange("owned", "alice", "fourth", "a4")])
+    assert appended.lengths == {"owned": 6} and appended.writes == {"owned": 4}
+    assert (await history.summary_inputs(["owned"], 1))[0].goal == "first"
+    assert [m.content for m in await history.messages("owned")] == ["third", "a3", "fourth", "a4"]
+    roomy = HistoryStore(client, namespace, max_messages=100)
+    assert (await roomy.append_exchanges([exchange("fresh", None, "go", "ok")])).lengths == {"fresh": 2}
+    assert (await roomy.summary_inputs(["fresh"], 1))[0].goal == "go"
 
 
 async def test_batches_longer_than_one_call_and_odd_ids(client: aioredis.Redis, namespace: str) -> None:
