@@ -21,9 +21,11 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from bus.errors import Unavailable
+from discovery import Registry
 from discovery.profile import AgentProfile
 from transports import Message
 
@@ -41,6 +43,9 @@ QUEUE = 256
 REGISTRY_EVERY = 2.0  # seconds between registry snapshots
 RUNNING_FOR = 3600.0
 """Seconds a call announced as running is shown without its end (its process may be gone)."""
+LOST_AFTER = 2 * REGISTRY_EVERY
+"""Seconds a call must have run before the absence of its instance from the registry ends
+it as lost (an instance that has just registered may not be in the latest snapshot yet)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +90,33 @@ class Feed:
         for key in [k for k, r in self.running.items() if r.started_at < horizon]:
             del self.running[key]
         return list(self.running.values())
+
+    async def _lose_calls_of_gone(self, registry: Registry, listed: set[str]) -> None:
+        """End the running calls of instances gone from the registry as ``AGENT_LOST``: the
+        process that would have written their end is gone (and when their caller is too, no
+        record of them will ever come). An instance missing from the listing is looked up on
+        its own before its calls are let go."""
+        now = time.time() * 1000
+        missing = {
+            r.instance
+            for r in self.running.values()
+            if r.instance is not None and r.instance not in listed and now - r.started_at >= LOST_AFTER * 1000
+        }
+        for instance in missing:
+            if await registry.get(instance) is not None:
+                continue
+            for key, r in [(k, r) for k, r in self.running.items() if r.instance == instance]:
+                lost = msgspec.structs.replace(
+                    r,
+                    outcome="error",
+                    error_code="AGENT_LOST",
+                    error_message=f"{instance} left the registry before the call's end was recorded",
+                    error_agent=r.target,
+                    duration_ms=now - r.started_at,
+                )
+                self._ended_call(key)
+                self.calls.append(lost)
+                self._publish(Event("call", lost, lost.user_id))
 
     def _publish(self, event: Event) -> None:
         for listener in list(self._listeners):
@@ -168,6 +200,7 @@ class Feed:
         while True:
             try:
                 agents = await registry.list_agents()
+                await self._lose_calls_of_gone(registry, {p.agent_id for p in agents})
             except Unavailable as exc:
                 log.warning("registry: %s", exc)
             else:

@@ -5,6 +5,8 @@ configured; a console started later shows the calls made before it."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
@@ -16,10 +18,12 @@ import pytest
 
 from a2a import Agent, Context, Runtime, Settings
 from a2a.console import ConsoleAuth
+from a2a.console import feed as feed_module
 from a2a.console.feed import Feed
 from a2a.console.links import Jaeger
 from a2a.sessions import Sessions
 from tests.console.conftest import Console
+from tests.helpers import ROOT, AgentProcess, agent_env
 from tests.sessions.conftest import remote_agents
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -126,3 +130,40 @@ async def test_a_console_started_later_shows_the_calls_made_before(settings: Set
     assert len(got) == 9  # three calls of three hops each
     assert {r.target for r in got} == {"relay1", "relay2", "remote"}
     assert len({r.request_id for r in got}) == 9
+
+
+async def test_a_call_whose_caller_and_callee_died_ends_as_lost_when_its_instance_leaves(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caller's AGENT_LOST record ends a call whose callee died; with the caller dead too
+    nothing ever would, so the instance's absence from the registry does."""
+    monkeypatch.setattr(feed_module, "REGISTRY_EVERY", 0.5)  # snapshots and patience to scale
+    monkeypatch.setattr(feed_module, "LOST_AFTER", 1.0)
+    async with Runtime(settings) as rt, Sessions(rt) as sessions, anyio.create_task_group() as tg:
+        feed = Feed(rt, sessions.store)
+        await tg.start(feed.run)
+        with feed.listen() as events, AgentProcess(settings, "tests.agents:echo") as agent:
+            await rt.wait_for_agents(["echo"])
+            argv = [sys.executable, "-m", "a2a", "call", "echo", "sleep", "--params", '{"seconds": 60}']
+            caller = await anyio.open_process(
+                argv, env=agent_env(settings), cwd=ROOT, stdout=subprocess.DEVNULL
+            )
+            try:
+                with anyio.fail_after(15):
+                    running = await events.receive()
+                    while running.kind != "call" or running.data.outcome != "running":
+                        running = await events.receive()
+            finally:
+                caller.kill()  # SIGKILL: neither end of the call leaves a record
+                await caller.wait()
+            agent.kill()
+            request_id = running.data.request_id
+            assert [r.request_id for r in feed.still_running()] == [request_id]
+            with anyio.fail_after(settings.heartbeat_interval * 3 + 6):
+                ended = await events.receive()
+                while ended.kind != "call" or ended.data.request_id != request_id:
+                    ended = await events.receive()
+        tg.cancel_scope.cancel()
+    assert ended.data.outcome == "error" and ended.data.error_code == "AGENT_LOST"
+    assert ended.data.instance == running.data.instance and ended.data.duration_ms >= 1000
+    assert feed.still_running() == [] and feed.calls[-1] is ended.data
