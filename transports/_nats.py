@@ -299,6 +299,12 @@ class NatsTransport(Transport):
         return self.nc.take_failures if isinstance(self.nc, FastClient) else 0
 
     @property
+    def malformed(self) -> int:
+        """Messages dropped because they could not be read (a subject or header status that
+        is not UTF-8), each counted, the first and every power of two logged."""
+        return self.nc.malformed if isinstance(self.nc, FastClient) else 0
+
+    @property
     def max_payload(self) -> int:
         return int(self.nc.max_payload)
 

@@ -28,7 +28,8 @@ class FastClient(NatsClient):
     and every JetStream delivery carries several). And a subscription with a taker (see
     :meth:`NatsTransport.subscribe`) is offered each message where the read loop parses it,
     before nats-py queues it for the subscription's task: a message taken there skips that
-    queue and the task switch.
+    queue and the task switch. A message nats-py cannot read (a subject or header status
+    that is not UTF-8) is dropped and counted (``malformed``) instead of ending its read loop.
     """
 
     def __init__(self) -> None:
@@ -36,6 +37,8 @@ class FastClient(NatsClient):
         self.takers: dict[int, Taker] = {}
         """Subscription id -> its taker."""
         self.take_failures = 0
+        self.malformed = 0
+        """Messages dropped because nats-py could not read them (not UTF-8 where text is due)."""
 
     @staticmethod
     def _parse_header_lines(raw: bytes) -> dict[str, str]:
@@ -77,23 +80,31 @@ class FastClient(NatsClient):
         data: bytes,
         headers: bytes,  # None when there are none, whatever nats-py's hint says
     ) -> None:
-        take = self.takers.get(sid)
-        # What the JetStream server published itself goes the usual way (see subscribe).
-        if take is not None and not reply.startswith(b"$JS."):
-            parsed = await self._process_headers(headers) if headers else None
-            if not (parsed and "Nats-Stream" in parsed):
-                msg = self._build_message(sid, subject, reply, data, parsed)
-                try:
-                    taken = take(msg)
-                except Exception:  # a taker's bug: logged, the message dropped, never the connection's
-                    self.take_failures += 1
-                    log.exception("a subscription's taker failed on %s", msg.subject)
-                    return
-                if taken:
-                    self.stats["in_msgs"] += 1
-                    self.stats["in_bytes"] += len(data)
-                    return
-        await super()._process_msg(sid, subject, reply, data, headers)
+        try:
+            take = self.takers.get(sid)
+            # What the JetStream server published itself goes the usual way (see subscribe).
+            if take is not None and not reply.startswith(b"$JS."):
+                parsed = await self._process_headers(headers) if headers else None
+                if not (parsed and "Nats-Stream" in parsed):
+                    msg = self._build_message(sid, subject, reply, data, parsed)
+                    try:
+                        taken = take(msg)
+                    except Exception:  # a taker's bug: logged, the message dropped, never the connection's
+                        self.take_failures += 1
+                        log.exception("a subscription's taker failed on %s", msg.subject)
+                        return
+                    if taken:
+                        self.stats["in_msgs"] += 1
+                        self.stats["in_bytes"] += len(data)
+                        return
+            await super()._process_msg(sid, subject, reply, data, headers)
+        except ValueError as exc:
+            # A subject, reply subject or header status that is not UTF-8 (the server passes
+            # any bytes on): nats-py's read loop would end on it, and the connection hear
+            # nothing until its next ping went unanswered. Only that message is dropped.
+            self.malformed += 1
+            if self.malformed & (self.malformed - 1) == 0:  # 1, 2, 4, 8, ...
+                log.warning("%d malformed messages dropped; the last: %s", self.malformed, exc)
 
 
 def _parameters(client: type, name: str) -> list[str] | None:
