@@ -9,6 +9,7 @@ from typing import Any
 
 from .errors import A2AError
 from .tasks import loop_clock
+from .wire import Envelope, RequestEnvelope
 
 __all__ = ["NO_RESPONDERS", "TIMED_OUT", "Outcome", "PendingCalls", "Reply"]
 
@@ -26,8 +27,9 @@ class _Marker:
 NO_RESPONDERS = _Marker("NO_RESPONDERS")
 TIMED_OUT = _Marker("TIMED_OUT")
 
-Outcome = bytes | A2AError | _Marker
-"""What a call's future resolves to: the reply's bytes, an error, or a marker."""
+Outcome = bytes | Envelope | A2AError | _Marker
+"""What a call's future resolves to: the reply's bytes (or its envelope, from a reply batch,
+checked as it arrived), an error, or a marker."""
 
 
 class Reply:
@@ -38,8 +40,8 @@ class Reply:
     """
 
     __slots__ = (
-        "batched",
         "deadline",
+        "envelope",
         "future",
         "instance",
         "local",
@@ -59,10 +61,10 @@ class Reply:
         self.deadline = deadline
         self.subject = subject
         self.request: tuple[bytes, str, Mapping[str, str] | None] | None = None
+        self.envelope: RequestEnvelope | None = None
+        """The request, which a line of a reply batch must answer (None: a probe)."""
         self.resent = False
         """Published more than once (sent again after a reconnect)."""
-        self.batched = False
-        """Its reply came in a reply batch (a line of it), not on its own reply subject."""
         self.local = False
         """Delivered to a callee in this process (nothing to send again after a reconnect)."""
         self.on_progress: Callable[[Any], None] | None = None

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from . import codec
 from .errors import InvalidEnvelope, error_from_info
-from .wire import ErrorEnvelope, RequestEnvelope, ResponseEnvelope
+from .wire import Envelope, ErrorEnvelope, RequestEnvelope, ResponseEnvelope
 
 __all__ = ["CallerStats", "parse_reply", "target_of"]
 
@@ -24,34 +24,56 @@ class CallerStats:
     progress_dropped: int = 0  # for calls that ended or did not ask for them, or malformed updates
 
 
-def parse_reply(
-    data: bytes, request: RequestEnvelope, stats: CallerStats, *, batched: bool = False
-) -> ResponseEnvelope:
-    """The response ``data`` holds, answering ``request`` (counted in ``stats``); ``batched``:
-    it came as a line of a reply batch, where an error too must name the request it answers
-    (a refusal of a request its sender could not read never travels in a batch, and a batch
-    line may name any call of this runtime).
+def parse_reply(data: bytes, request: RequestEnvelope, stats: CallerStats) -> Envelope:
+    """The reply ``data`` holds, answering ``request``, which came on the request's own reply
+    subject (a line of a reply batch: :func:`batch_answer`); :func:`outcome_of` tells its
+    outcome.
 
     Raises:
-        A2AError: the callee's typed error, or INVALID_ENVELOPE for a reply that does not
-            decode or does not answer this request.
+        InvalidEnvelope: a reply that does not decode or does not answer this request
+            (counted in ``stats``).
     """
     try:
         reply = codec.decode_answer(data, request)
     except InvalidEnvelope as exc:
         stats.invalid_replies += 1
         raise exc.located(target_of(request), request.metadata.hop_count) from None
-    answers = reply.in_reply_to
-    if answers != request.message_id and (answers is not None or batched or type(reply) is not ErrorEnvelope):
-        # Not an answer to this request (whose message id only its callee saw): a reply
-        # aimed at this call by someone who never received it. An error may name no
-        # request (a refusal sent before the request was read, such as OVERLOADED).
+    if not answers(reply, request, batched=False):
         stats.invalid_replies += 1
         raise InvalidEnvelope(
-            f"the reply answers message {str(answers)[:64]!r}, not this request",
+            f"the reply answers message {str(reply.in_reply_to)[:64]!r}, not this request",
             agent=target_of(request),
             details={"field": "inReplyTo"},
         )
+    return reply
+
+
+def batch_answer(data: bytes, request: RequestEnvelope) -> Envelope | None:
+    """The reply a reply batch's line holds for ``request``; None when it does not decode or
+    does not answer that very request (dropped then, and the call goes on waiting: a line
+    names its call by request id, which downstream hops know, so anyone who may answer one
+    call of a runtime could otherwise end its others)."""
+    try:
+        reply = codec.decode_answer(data, request)
+    except InvalidEnvelope:
+        return None
+    return reply if answers(reply, request, batched=True) else None
+
+
+def answers(reply: Envelope, request: RequestEnvelope, *, batched: bool) -> bool:
+    """Whether ``reply`` answers ``request``, whose message id only its callee saw. An error
+    on the request's own reply subject may name no request (a refusal sent before the
+    request was read, such as OVERLOADED); one in a batch line must."""
+    named = reply.in_reply_to
+    return named == request.message_id or (named is None and not batched and type(reply) is ErrorEnvelope)
+
+
+def outcome_of(reply: Envelope, request: RequestEnvelope, stats: CallerStats) -> ResponseEnvelope:
+    """The response, or the callee's typed error raised (counted in ``stats``).
+
+    Raises:
+        A2AError: the callee's error, or INVALID_ENVELOPE for a reply that is neither.
+    """
     if type(reply) is ResponseEnvelope:
         stats.replies += 1
         return reply

@@ -19,7 +19,7 @@ import anyio
 from transports import Message, Subscription, is_no_responders
 
 from ._pending import NO_RESPONDERS, TIMED_OUT, PendingCalls, Reply
-from ._replies import CallerStats, parse_reply, target_of
+from ._replies import CallerStats, batch_answer, outcome_of, parse_reply, target_of
 from ._withdrawals import Withdrawals
 from .errors import (
     A2AError,
@@ -46,7 +46,7 @@ from .protocol import (
 from .rejects import Rejects
 from .subjects import instance_agent, is_name
 from .tasks import TaskSet
-from .wire import RequestEnvelope, ResponseEnvelope
+from .wire import Envelope, RequestEnvelope, ResponseEnvelope
 
 __all__ = ["Caller", "CallerStats", "Verdict"]
 
@@ -133,7 +133,7 @@ class Caller:
         outcome: object = TIMED_OUT
         self.stats.requests += 1
         reply = self.reply_prefix + request_id
-        slot.request = (data, reply, headers)
+        slot.request, slot.envelope = (data, reply, headers), envelope
         slot.local = self.link.is_local(subject)
         slot.on_progress = on_progress
         try:
@@ -152,7 +152,6 @@ class Caller:
             if (
                 compact
                 and not slot.resent
-                and not slot.batched
                 and self.forms.refused(outcome, subject)
                 and (left := slot.deadline - loop.time()) > 0
             ):  # an older runtime could not read it, and handled nothing: the full form
@@ -162,7 +161,9 @@ class Caller:
                 return await self.request(
                     subject, again, timeout=left, headers=headers, on_progress=on_progress, compact=False
                 )
-            response = parse_reply(outcome, envelope, self.stats, batched=slot.batched)
+            outcome = parse_reply(outcome, envelope, self.stats)
+        if isinstance(outcome, Envelope):  # decoded here, or from a reply batch as it came
+            response = outcome_of(outcome, envelope, self.stats)
             if not compact:
                 self.forms.answered(subject)
             return response
@@ -247,8 +248,9 @@ class Caller:
     def _on_batch(self, data: bytes) -> None:
         """Settle each call a reply batch answers (``bus/protocol.py``); bad lines are dropped.
 
-        Each line's envelope is checked like a reply of its own (``bus._replies.parse_reply``): it
-        must answer that very request, whose message id only its callee saw.
+        Each line is decoded and checked before it settles anything (``bus._replies.batch_answer``):
+        it must answer that very request, whose message id only its callee saw. A line that
+        does not is dropped and counted, and its call goes on waiting for its own reply.
         """
         resolve = self.pending.resolve
         for line in data.split(b"\n"):
@@ -262,10 +264,14 @@ class Caller:
                 self.rejects("malformed batch line", line[:100])
                 continue
             slot = self.pending.get(correlation_id)
-            if slot is not None:
-                slot.batched = True
-            if not resolve(correlation_id, reply):
+            if slot is None or slot.envelope is None or slot.future.done():
+                self.pending.late_replies += 1
                 log.debug("late or unknown reply %s dropped", correlation_id)
+            elif (answer := batch_answer(reply, slot.envelope)) is None:
+                self.stats.invalid_replies += 1
+                self.rejects("batch line not answering its call", line[:100])
+            else:
+                resolve(correlation_id, answer)
 
     # -- after a reconnect -------------------------------------------------------------
 

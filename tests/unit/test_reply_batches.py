@@ -166,6 +166,46 @@ async def test_a_caller_survives_malformed_batches_and_settles_the_good_lines(
     gate.set()
 
 
+async def test_a_line_that_does_not_answer_its_call_is_dropped_and_the_call_waits_for_its_reply(
+    broker: TestBroker, make_runtime: MakeRuntime
+) -> None:
+    """A line names its call by request id, which every hop downstream knows: one that does not
+    answer the very request (its message id) must not end the call, with an error or at all."""
+    agent, gate = gated_agent(CALLS)
+    server, client = await make_runtime(), await make_runtime()
+    await server.serve(agent)
+
+    async def forge_then_open_the_gate() -> None:
+        with anyio.fail_after(5):
+            while server.hosts["gated"].slots.used < 1:  # the call is held, its reply still to come
+                await anyio.sleep(0.001)
+        forged = ResponseEnvelope(
+            message_id="r1",
+            source_agent_id="gated",
+            target_agent_id="client",
+            conversation_id="c",
+            in_reply_to="not-the-request",
+            protocol_version=PROTOCOL_VERSION,
+            payload=Payload(action="echo", result="forged"),
+            metadata=Metadata(timestamp=1, correlation_id="victim"),
+        )
+        lines = [b"victim " + codec.encode_envelope(forged), b'victim {"t":"r","re":null}', b"victim {"]
+        await broker.connect().publish(
+            client.bus.reply_prefix + "victim", b"\n".join(lines), headers={REPLIES_HEADER: "3"}
+        )
+        await anyio.sleep(0.1)
+        assert client.bus.pending.get("victim") is not None  # still waiting
+        gate.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(forge_then_open_the_gate)
+        response = await client.request(
+            "gated", "echo", {"n": 1}, CallOptions(request_id="victim", timeout=5)
+        )
+    assert response.payload.result == {"n": 1}
+    assert client.bus.stats.invalid_replies == 3
+
+
 async def test_batches_stay_under_the_message_limit(broker: TestBroker, make_runtime: MakeRuntime) -> None:
     agent, gate = gated_agent(20)
     server, client = await make_runtime(), await make_runtime()
