@@ -33,6 +33,7 @@ class Received:
         self._acks: dict[str, tuple[int, float]] = {}
         """Reply subject of a call acknowledged before it was held -> (acks sent, when the last)."""
         self.stale: set[str] = set()
+        self._limit = REPLY_CACHE_SIZE + REPLY_CACHE_SIZE // 8
         """Reply prefixes of runtimes to ask to send their calls again (see the module)."""
 
     def arrived(self, reply: str) -> bool:
@@ -41,11 +42,23 @@ class Received:
         if reply in replies:
             return False
         replies[reply] = None
-        if len(replies) > REPLY_CACHE_SIZE + REPLY_CACHE_SIZE // 8:
-            # Forget the oldest eighth at once: cheaper than one eviction per message.
-            for old in list(itertools.islice(replies, REPLY_CACHE_SIZE // 8)):
-                del replies[old]
+        if len(replies) > self._limit:
+            self._forget_oldest()
         return True
+
+    def _forget_oldest(self) -> None:
+        """Forget the oldest eighth of the calls answered (at once: cheaper than one eviction
+        per message). Calls still waiting or running stay, however many others arrived since
+        (as many as the agent holds and queues): sent again after a reconnect, one must find
+        its first handling, never run twice. Only past twice the size, with that many
+        waiting, do the oldest of those go too."""
+        replies, share = self._replies, REPLY_CACHE_SIZE // 8
+        gone = [r for r, data in itertools.islice(replies.items(), 4 * share) if data is not None][:share]
+        if len(replies) - len(gone) > 2 * REPLY_CACHE_SIZE:
+            gone = list(itertools.islice(replies, share))
+        for old in gone:
+            del replies[old]
+        self._limit = max(REPLY_CACHE_SIZE, len(replies)) + share  # the next look after as many calls
 
     def reply(self, reply: str) -> bytes | None:
         """The reply sent to the call on ``reply``: None while in progress, b"" when not kept."""

@@ -38,10 +38,12 @@ from .protocol import (
     CANCEL_HEADER,
     CHECK_ROOM,
     DEADLINE,
+    EARLY_CANCELS,
     PROBE_CALLS,
     PROBE_EVERY,
     PROBE_HEADER,
     PROGRESS_HEADER,
+    QUEUED_ACKS,
     REPLY_CACHE_BYTES,
     RESEND_HEADER,
     WITHDRAWN,
@@ -346,9 +348,12 @@ class Endpoint:
         self, reply: str, request: Envelope | None, error: A2AError, usage: TokenUsage | None = None
     ) -> None:
         """Send a typed error (nothing when the caller withdrew the call or is gone)."""
-        if isinstance(error, Cancelled) and error.details.get("reason") in (WITHDRAWN, CALLER_GONE):
-            # Nobody reads this reply; and a call sent again after a reconnect is handled
-            # again rather than answered with it (see :meth:`stop_runtime`).
+        reason = error.details.get("reason") if isinstance(error, Cancelled) else None
+        if reason in (WITHDRAWN, CALLER_GONE):  # nobody reads this reply
+            # One sent again after a reconnect is handled again (:meth:`stop_runtime`); one
+            # withdrawn is done with: a repeat gets nothing.
+            if reason == WITHDRAWN:
+                self._received.answered(reply, None)
             return
         envelope = error_to(request, self.agent, reply, error, usage)
         batch = request is not None and request.metadata.batch_replies
@@ -390,10 +395,3 @@ class Endpoint:
             await self.link.publish(subject, data, headers=headers)
         except A2AError as exc:
             log.warning("%s: reply to %s lost: %s", self.instance_id, subject, exc)
-
-
-EARLY_CANCELS = 1024
-"""Withdrawals of calls not held yet that an endpoint remembers (the oldest are forgotten)."""
-QUEUED_ACKS = 4
-"""Acks a call waiting to be handled gets at most under generated permissions (each takes a
-place on its reply subject)."""

@@ -108,6 +108,7 @@ __all__ = [
     "CANCEL_HEADER",
     "CHECK_ROOM",
     "DEADLINE",
+    "EARLY_CANCELS",
     "LOST_CONFIRM",
     "MALFORMED",
     "MAX_RESPONSES",
@@ -120,6 +121,7 @@ __all__ = [
     "PROBE_INSTANCE",
     "PROGRESS_BYTES",
     "PROGRESS_HEADER",
+    "QUEUED_ACKS",
     "REPLIES_HEADER",
     "REPLY_CACHE_BYTES",
     "REPLY_CACHE_SIZE",
@@ -188,6 +190,11 @@ exact deadline; the callee stops work within this much of it."""
 SETTLING = 2.0
 """After a reconnect, "no responders" within this many seconds is retried, not final, and
 probes that go unanswered count for nothing."""
+EARLY_CANCELS = 1024
+"""Withdrawals of calls not held yet that an endpoint remembers (the oldest are forgotten)."""
+QUEUED_ACKS = 4
+"""Acks a call waiting to be handled gets at most under generated permissions (each takes a
+place on its reply subject)."""
 REPLY_CACHE_SIZE = 4096
 """Replies a callee keeps to answer a call sent again after a lost connection."""
 REPLY_CACHE_BYTES = 64 * 1024
