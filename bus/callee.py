@@ -26,7 +26,7 @@ from transports import Message
 from ._received import Received
 from .answers import encode_answer, encode_response, error_to
 from .codec import ENCODE_ERRORS
-from .errors import A2AError, AgentError, Cancelled, PayloadTooLarge
+from .errors import A2AError, AgentError, Cancelled, InvalidEnvelope, PayloadTooLarge
 from .held import Held
 from .link import Link
 from .listening import Listening
@@ -160,12 +160,10 @@ class Endpoint:
         return True
 
     def _answerable(self, subject: str, reply: str) -> bool:
-        """May this endpoint answer on ``reply``? Only on the sender's own reply subjects.
-
-        The server lets whoever receives a message answer on its reply subject, whatever
-        that subject is. Were an endpoint to answer on any, a sender could aim its answers
-        at another runtime's pending call. Replies go to the sender's runtime reply
-        subjects, its own request inboxes, or plain ``_INBOX.`` inboxes (NATS tools).
+        """May this endpoint answer on ``reply``? Only on the sender's own reply subjects: its
+        runtime reply subjects, its own request inboxes, or plain ``_INBOX.`` inboxes (NATS
+        tools). The server lets whoever receives a message answer on its reply subject, so
+        were an endpoint to answer on any, a sender could aim answers at another's call.
         """
         sender = self.link.subjects.sender_of(subject)
         return (
@@ -177,7 +175,11 @@ class Endpoint:
     # -- held calls ----------------------------------------------------------------------
 
     def hold(self, correlation_id: str, held: Held) -> None:
-        """Track a call being handled: acknowledged while it lasts, stopped at its deadline or withdrawal."""
+        """Track a call being handled: acknowledged while it lasts, stopped at its deadline or
+        withdrawal. INVALID_ENVELOPE when another sender's call of that id is held (ids are
+        known downstream: taking its place would shield that call from both)."""
+        if (other := self.held.get(correlation_id)) is not None and other.sender != held.sender:
+            raise InvalidEnvelope("the request id names another's call", details={"field": "requestId"})
         self.held[correlation_id] = held
         acks = self._received.take_acks(held.reply)
         if acks is not None:  # acknowledged while it waited: those acks count

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import anyio
 import pytest
 
 from a2a import A2AError, Agent, Context
+from a2a.testing import TestBroker
 from bus.callee import Held
+from bus.wire import PROTOCOL_VERSION
 
 from .conftest import MakeRuntime
 
@@ -130,3 +133,57 @@ async def test_a_call_withdrawn_before_it_is_held_is_stopped_as_soon_as_it_is(
     for h in (oldest, newest):
         h.task.cancel()
     assert started == []
+
+
+async def test_a_request_naming_another_callers_held_call_is_refused_and_that_call_still_ends(
+    broker: TestBroker, make_runtime: MakeRuntime
+) -> None:
+    """Request ids are known downstream: a request reusing the id of a call another sender
+    has held must not take its place (it would escape its deadline and its withdrawal)."""
+    agent = Agent("w", max_concurrency=4)
+    stopped: list[str] = []
+
+    @agent.action("wait")
+    async def wait(ctx: Context, params: dict[str, Any]) -> Any:
+        try:
+            await asyncio.sleep(LONG)
+        except asyncio.CancelledError:
+            stopped.append(params["k"])
+            raise
+
+    server, client = await make_runtime(), await make_runtime()
+    await server.serve(agent)
+    endpoint = server.hosts["w"].endpoint
+    assert endpoint is not None
+    intruder = broker.connect()
+    answers: list[bytes] = []
+
+    async def heard(msg: Any) -> None:
+        answers.append(msg.data)
+
+    await intruder.subscribe("_INBOX.intruder", heard)
+    async with anyio.create_task_group() as tg:
+
+        async def victim() -> None:
+            with pytest.raises(A2AError) as info:
+                await client.call("w", "wait", {"k": "victim"}, timeout=1.0)
+            assert info.value.code == "DEADLINE_EXCEEDED"
+
+        tg.start_soon(victim)
+        with anyio.fail_after(5):
+            while not endpoint.held:
+                await anyio.sleep(0.001)
+        (key,) = endpoint.held
+        forged = {
+            "type": "request", "messageId": "f" * 32, "sourceAgentId": "intruder", "targetAgentId": "w",
+            "conversationId": "x", "protocolVersion": PROTOCOL_VERSION,
+            "payload": {"action": "wait", "parameters": {"k": "forged"}},
+            "metadata": {"timestamp": 1, "correlationId": key, "requestId": key, "ttlMs": 60000},
+        }  # fmt: skip
+        subject = f"a2a.{client.settings.namespace}.agent.w.intruder"
+        await intruder.publish(subject, json.dumps(forged).encode(), reply="_INBOX.intruder")
+        with anyio.fail_after(5):
+            while not answers:
+                await anyio.sleep(0.01)
+    assert json.loads(answers[0])["payload"]["error"]["code"] == "INVALID_ENVELOPE"
+    assert stopped == ["victim"]  # at its deadline, as if nobody had tried
