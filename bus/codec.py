@@ -11,7 +11,7 @@ from .compact import decode_compact, decode_reply, full_path, is_compact
 from .compact import encode_compact as encode_compact
 from .compact import encode_reply as encode_reply
 from .errors import InvalidEnvelope, UnsupportedVersion
-from .wire import SUPPORTED_VERSIONS, Envelope, RequestEnvelope
+from .wire import COMPACT_VERSION, PROTOCOL_VERSION, SUPPORTED_VERSIONS, Envelope, RequestEnvelope
 
 __all__ = [
     "ENCODE_ERRORS",
@@ -49,18 +49,7 @@ def decode_envelope(data: bytes) -> Envelope:
             ``details['field']`` is the dotted path of the first bad field (in the full
             form's names, whichever form the envelope came in).
     """
-    if is_compact(data):
-        return _read(decode_compact, data, compact=True)
-    try:
-        return _read(_decoder.decode, data)
-    except InvalidEnvelope as exc:
-        # The compact form from a writer that put its tag elsewhere than first.
-        if exc.details.get("field") == "type" and b'"t"' in data:
-            try:
-                return _read(decode_compact, data, compact=True)
-            except InvalidEnvelope:
-                pass
-        raise
+    return _either(data, decode_compact)
 
 
 def decode_answer(data: bytes, request: RequestEnvelope) -> Envelope:
@@ -69,9 +58,28 @@ def decode_answer(data: bytes, request: RequestEnvelope) -> Envelope:
     Raises:
         InvalidEnvelope: as :func:`decode_envelope`.
     """
+    return _either(data, lambda raw: decode_reply(raw, request))
+
+
+def _either(data: bytes, compact: Callable[[bytes], Envelope]) -> Envelope:
+    """``data`` in the full form, or in the compact one as ``compact`` decodes it. A full-form
+    envelope is 1.3 whatever version it names (1.4 is the compact form), so that its
+    answer goes in the form it came in."""
     if is_compact(data):
-        return _read(lambda raw: decode_reply(raw, request), data, compact=True)
-    return decode_envelope(data)
+        return _read(compact, data, compact=True)
+    try:
+        envelope = _read(_decoder.decode, data)
+    except InvalidEnvelope as exc:
+        # The compact form from a writer that put its tag elsewhere than first.
+        if exc.details.get("field") == "type" and b'"t"' in data:
+            try:
+                return _read(compact, data, compact=True)
+            except InvalidEnvelope:
+                pass
+        raise
+    if envelope.protocol_version == COMPACT_VERSION:
+        envelope.protocol_version = PROTOCOL_VERSION
+    return envelope
 
 
 def _read(decode: Callable[[bytes], Envelope], data: bytes, *, compact: bool = False) -> Envelope:

@@ -296,6 +296,25 @@ def test_the_compact_form_is_read_whatever_the_order_of_its_keys() -> None:
     moved = json.dumps(fields).encode()
     assert not moved.startswith(b'{"t":')
     assert codec.decode_envelope(moved) == codec.decode_envelope(data)
+    # A reply too, keys sorted as many JSON libraries write them, or spaced.
+    request = codec.decode_envelope(data)
+    assert isinstance(request, RequestEnvelope)
+    reply = encode_answer(response_to(request, "echo", {"text": "x"}, None), request)
+    assert reply.startswith(b'{"t":"r"')
+    expected = codec.decode_answer(reply, request)
+    for other in (json.dumps(json.loads(reply), sort_keys=True).encode(), b"{ " + reply[1:]):
+        assert not other.startswith(b'{"t":')
+        assert codec.decode_answer(other, request) == expected
+
+
+def test_a_full_form_request_naming_version_1_4_is_read_and_answered_as_1_3() -> None:
+    """1.4 is the compact form: a full-form envelope saying 1.4 (a person pasting an example
+    into ``nats req``, a peer of its own) gets a full-form answer, which it can read."""
+    full = json.loads(codec.encode_envelope(echo_request()))
+    full["protocolVersion"] = COMPACT_VERSION
+    request = codec.decode_envelope(json.dumps(full).encode())
+    assert isinstance(request, RequestEnvelope) and request.protocol_version == PROTOCOL_VERSION
+    assert encode_response(request, "echo", {"text": "x"}, None).startswith(b'{"type":"response"')
 
 
 def test_a_64_byte_echo_call_fits_in_about_half_the_bytes() -> None:
