@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -64,7 +65,8 @@ class Slots:
             if future.done() and not future.cancelled():
                 self.release()  # a slot was handed over just as we were cancelled: pass it on
             else:
-                self._waiters.remove(future)
+                with contextlib.suppress(ValueError):  # release() may have passed it over already
+                    self._waiters.remove(future)
                 self._changed()
             raise
         self._changed()
