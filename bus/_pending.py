@@ -184,8 +184,12 @@ class PendingCalls:
         """The open calls (probes included: their subject is empty)."""
         return self._slots.items()
 
-    def aclose(self) -> None:
-        """Stop the alarm (the owner is closing)."""
+    def aclose(self, error: A2AError) -> None:
+        """The owner is closing: every call still waiting ends with ``error`` (no reply can
+        come any more, and no deadline will be watched), and the alarm stops."""
+        for slot in self._slots.values():
+            if not slot.future.done():
+                slot.future.set_result(error)
         if self._alarm is not None:
             self._alarm.cancel()
             self._alarm = None

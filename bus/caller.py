@@ -27,6 +27,7 @@ from .errors import (
     DeadlineExceeded,
     NoResponders,
     PermissionDenied,
+    Unavailable,
 )
 from .forms import Forms
 from .ids import new_id
@@ -90,7 +91,7 @@ class Caller:
         self._sub = await self.link.subscribe(self.reply_prefix + "*", self.on_reply, take=self.take_reply)
 
     async def aclose(self) -> None:
-        self.pending.aclose()
+        self.pending.aclose(Unavailable("the runtime closed before the reply came"))
         await self._retries.aclose()
         if self._sub is not None:
             await self._sub.unsubscribe()

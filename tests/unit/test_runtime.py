@@ -20,6 +20,7 @@ from a2a.errors import (
     PayloadTooLarge,
     UnknownAction,
 )
+from a2a.testing import TestBroker
 from bus import codec
 from bus.wire import COMPACT_VERSION, PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope
 from tests.agents import echo, relay
@@ -444,3 +445,30 @@ async def test_unanswered_calls_are_sent_again_after_a_reconnect(
         await anyio.sleep(0.1)
         assert await client.bus.resend_unanswered() == 1
     assert result == ["second time"] and len(set(seen)) == 1 and len(seen) == 2
+
+
+async def test_a_call_in_flight_when_its_runtime_closes_ends_at_once(broker: TestBroker) -> None:
+    """No reply can come once the caller's runtime is closed, and nothing watches the call's
+    deadline any more: it ends UNAVAILABLE then, not never."""
+    slow = Agent("slow")
+
+    @slow.action("wait")
+    async def wait(ctx: Context, params: dict[str, Any]) -> Any:
+        await anyio.sleep(30)
+
+    ended: list[tuple[str, float]] = []
+    async with broker.runtime(slow), anyio.create_task_group() as tg:
+        async with broker.runtime() as caller:
+
+            async def call() -> None:
+                t = anyio.current_time()
+                with pytest.raises(A2AError) as info:
+                    await caller.call("slow", "wait", timeout=3)
+                ended.append((info.value.code, anyio.current_time() - t))
+
+            tg.start_soon(call)
+            await anyio.sleep(0.2)
+        with anyio.fail_after(1):
+            while not ended:
+                await anyio.sleep(0.01)
+    assert ended[0][0] == "UNAVAILABLE" and ended[0][1] < 1
