@@ -55,7 +55,7 @@ class Listening:
             self.link.detach(agent_subject)
             self._local.remove(agent_subject)
         for sub in self._taking:
-            await sub.unsubscribe()
+            await sub.drain()  # what the server routed here before it knew is still handled
         self._taking.clear()
 
     async def close(self) -> None:

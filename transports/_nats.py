@@ -40,16 +40,24 @@ PENDING_MSGS_LIMIT = 256 * 1024
 PENDING_BYTES_LIMIT = 256 * 1024 * 1024
 
 NO_EVENTS = TransportEvents()
+DRAIN_WAIT = 2
+"""Seconds a draining subscription waits for the server to confirm it stopped routing to it."""
 
 
 class _NatsSubscription(Subscription):
-    def __init__(self, sub: NatsSubscription) -> None:
+    def __init__(self, sub: NatsSubscription, nc: NatsClient) -> None:
         self._sub = sub
+        self._nc = nc
         self.subject = sub.subject
 
     async def unsubscribe(self) -> None:
         with contextlib.suppress(nats.errors.ConnectionClosedError, nats.errors.BadSubscriptionError):
             await self._sub.unsubscribe()
+
+    async def drain(self) -> None:
+        if isinstance(self._nc, FastClient):
+            await self._nc.stop_interest(self._sub, DRAIN_WAIT)
+        await self.unsubscribe()
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +281,7 @@ class NatsTransport(Transport):
             raise TransportClosed("NATS connection is closed") from exc
         except nats.errors.Error as exc:
             raise TransportError(str(exc) or type(exc).__name__) from exc
-        return _NatsSubscription(sub)
+        return _NatsSubscription(sub, nc)
 
     async def flush(self, timeout: float = 5.0) -> None:
         # nats-py writes the flush PING straight to the socket while earlier commands

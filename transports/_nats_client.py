@@ -8,6 +8,7 @@ import logging
 import re
 from typing import Any
 
+import nats.errors
 from nats.aio.client import Client as NatsClient
 from nats.aio.subscription import Subscription as NatsSubscription
 
@@ -68,6 +69,20 @@ class FastClient(NatsClient):
             self.takers.pop(sid, None)
             raise
 
+    async def stop_interest(self, sub: NatsSubscription, wait: int) -> None:
+        """Tell the server to stop routing to ``sub`` and wait (up to ``wait`` seconds) for its
+        answer to a ping sent after: what it routed here before is then read and handled as
+        usual (taken, or queued for the subscription). Unsubscribing at once would drop it.
+        The subscription stays until unsubscribed."""
+        sid = next((sid for sid, known in self._subs.items() if known is sub), None)
+        if sid is None or not self.is_connected:
+            return
+        try:
+            await self._send_unsubscribe(sid)
+            await self.flush(wait)
+        except nats.errors.Error as exc:  # down or slow: what was on its way is lost with it
+            log.debug("stopping interest in %s: %s", sub.subject, exc)
+
     def _remove_sub(self, sid: int, max_msgs: int = 0) -> None:
         self.takers.pop(sid, None)
         super()._remove_sub(sid, max_msgs)
@@ -121,6 +136,7 @@ _FAST = (
     and _parameters(NatsClient, "_process_msg") == ["self", "sid", "subject", "reply", "data", "headers"]
     and _parameters(NatsClient, "_build_message") == ["self", "sid", "subject", "reply", "data", "headers"]
     and _parameters(NatsClient, "_process_headers") is not None
+    and _parameters(NatsClient, "_send_unsubscribe") == ["self", "sid", "limit"]
 )
 Client: type[NatsClient] = FastClient if _FAST else NatsClient
 """The client the transport connects with."""

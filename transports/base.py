@@ -59,6 +59,12 @@ class Subscription(abc.ABC):
     @abc.abstractmethod
     async def unsubscribe(self) -> None: ...
 
+    async def drain(self) -> None:
+        """Stop delivery, but first take what the server routed here before it knew (a
+        request already on its way to this member of a queue group). As ``unsubscribe``
+        where nothing can be on its way."""
+        await self.unsubscribe()
+
 
 @dataclass(frozen=True, slots=True)
 class TransportEvents:

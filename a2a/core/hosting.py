@@ -206,10 +206,10 @@ class AgentHost:
 
     async def stop(self, grace: float) -> None:
         """Stop taking messages; give running handlers ``grace`` seconds, then cancel them."""
-        self.stopping = True
         endpoint = self.endpoint
         if endpoint is not None:  # its calls in hand are still probed and answered meanwhile
-            await endpoint.stop_taking()
+            await endpoint.stop_taking()  # and those already on their way here still taken
+        self.stopping = True
         await self._drained(grace)
         if endpoint is not None:
             endpoint.cancel_all(SHUTDOWN)

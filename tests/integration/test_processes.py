@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from a2a import Runtime, Settings, by_capability, by_instance
-from a2a.errors import AgentLost
+from a2a.errors import A2AError, AgentLost
 from discovery import AgentProfile
 from tests.helpers import AgentProcess
 
@@ -160,3 +160,29 @@ async def test_sigterm_mid_call_lets_the_call_finish_and_the_caller_gets_its_res
                 while proc.proc is not None and proc.proc.poll() is None:
                     await anyio.sleep(0.05)
             assert proc.proc is not None and proc.proc.returncode == 0
+
+
+async def test_sigterm_to_one_instance_of_a_busy_pool_drops_no_call(settings: Settings) -> None:
+    """Calls the server routed to the stopping member of the queue group before it learnt
+    that it left are still taken and answered: no call waits out its deadline."""
+    with AgentProcess(settings, "tests.agents:echo") as leaving, AgentProcess(settings, "tests.agents:echo"):
+        async with Runtime(settings) as rt:
+            await wait_instances(rt, "echo", 2)
+            outcomes: Counter[str] = Counter()
+            stop = anyio.current_time() + 3.0
+
+            async def caller() -> None:
+                while anyio.current_time() < stop:
+                    try:
+                        await rt.call("echo", "sleep", {"seconds": 0.002}, timeout=2)
+                        outcomes["ok"] += 1
+                    except A2AError as exc:
+                        outcomes[exc.code] += 1
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(64):
+                    tg.start_soon(caller)
+                await anyio.sleep(1.0)
+                os.kill(leaving.pid, signal.SIGTERM)
+            assert leaving.proc is not None and leaving.proc.wait(10) == 0
+    assert outcomes["ok"] > 500 and set(outcomes) == {"ok"}, outcomes
