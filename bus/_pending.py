@@ -7,11 +7,11 @@ import heapq
 from collections.abc import Callable, ItemsView, Mapping
 from typing import Any
 
-from .errors import A2AError
+from .errors import A2AError, AgentLost
 from .tasks import loop_clock
 from .wire import Envelope, RequestEnvelope
 
-__all__ = ["NO_RESPONDERS", "TIMED_OUT", "Outcome", "PendingCalls", "Reply"]
+__all__ = ["NO_RESPONDERS", "TIMED_OUT", "Outcome", "PendingCalls", "Reply", "nobody_serves"]
 
 
 class _Marker:
@@ -73,6 +73,16 @@ class Reply:
         """Probe rounds in a row in which no instance claimed this unacknowledged call."""
         self.unclaimed_since = 0.0
         """When the first of those rounds asked (loop clock)."""
+
+
+def nobody_serves(slot: Reply | None) -> Outcome:
+    """What the server's "no responders" to a call means: NO_RESPONDERS (it never ran, safe to
+    retry), unless an instance acknowledged it or it was sent again after a reconnect: its
+    first copy may have run where nobody answers now (AGENT_LOST)."""
+    if slot is None or not (slot.instance or slot.resent):
+        return NO_RESPONDERS
+    where = slot.instance or slot.subject
+    return AgentLost(f"nobody serves {where} any more; the call may have run", details={"subject": where})
 
 
 class PendingCalls:

@@ -18,7 +18,7 @@ import anyio
 
 from transports import Message, Subscription, is_no_responders
 
-from ._pending import NO_RESPONDERS, TIMED_OUT, PendingCalls, Reply
+from ._pending import NO_RESPONDERS, TIMED_OUT, PendingCalls, Reply, nobody_serves
 from ._replies import CallerStats, batch_answer, outcome_of, parse_reply, target_of
 from ._withdrawals import Withdrawals
 from .errors import (
@@ -215,7 +215,7 @@ class Caller:
         correlation_id = msg.subject[len(self.reply_prefix) :]
         if msg.headers and is_no_responders(msg):
             if not self._retry_while_settling(correlation_id):
-                self.pending.resolve(correlation_id, NO_RESPONDERS)
+                self.pending.resolve(correlation_id, nobody_serves(self.pending.get(correlation_id)))
             return
         if not self.pending.resolve(correlation_id, msg.data):
             log.debug("late or unknown reply %s dropped", correlation_id)

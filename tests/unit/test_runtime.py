@@ -472,3 +472,32 @@ async def test_a_call_in_flight_when_its_runtime_closes_ends_at_once(broker: Tes
             while not ended:
                 await anyio.sleep(0.01)
     assert ended[0][0] == "UNAVAILABLE" and ended[0][1] < 1
+
+
+async def test_a_call_held_by_an_instance_nobody_serves_after_a_reconnect_ends_agent_lost(
+    broker: TestBroker,
+) -> None:
+    """NO_RESPONDERS says a call never ran (safe to retry). One an instance acknowledged and
+    then nobody serves when it is sent again after a reconnect may have run: AGENT_LOST."""
+    slow = Agent("slow")
+
+    @slow.action("wait")
+    async def wait(ctx: Context, params: dict[str, Any]) -> Any:
+        await anyio.sleep(3)  # past the settling after the reconnect; the server's close then waits less
+
+    async with broker.runtime(slow) as server, broker.runtime() as client:
+        endpoint = server.hosts["slow"].endpoint
+        assert endpoint is not None
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                with pytest.raises(A2AError) as info:
+                    await client.call("slow", "wait", timeout=10)
+                assert info.value.code == "AGENT_LOST"
+
+            tg.start_soon(call)
+            with anyio.fail_after(5):
+                while not any(slot.instance for _, slot in client.bus.pending.items()):
+                    await anyio.sleep(0.02)  # acknowledged: the instance holds it
+            await endpoint.close()  # the instance vanishes, as if its process died
+            assert await client.bus.resend_unanswered() == 1  # as after a reconnect
