@@ -78,6 +78,11 @@ class DurableStore(abc.ABC):
     async def take(self, consumer: str, subject: str, *, max_items: int, timeout: float) -> list[Delivery]:
         """Up to ``max_items`` deliveries of ``subject`` for ``consumer``, waiting ``timeout`` at most."""
 
+    async def stop_taking(self, consumer: str, subject: str) -> list[Delivery]:
+        """Take no more for ``consumer``; what a :meth:`take` cut short had already been sent
+        (to hand back at once, not after the ack wait). Nothing where a cut take sends nothing."""
+        return []
+
     @abc.abstractmethod
     async def create(self, key: str, value: bytes) -> bool:
         """Write ``key`` only if it does not exist; True when this call wrote it."""

@@ -187,6 +187,26 @@ class JetStreamDurable(DurableStore):
                 return []
         return [_JetStreamDelivery(msg, ack_wait) for msg in messages]
 
+    async def stop_taking(self, consumer: str, subject: str) -> list[Delivery]:
+        # A fetch cut short leaves its pull request waiting at the server, which goes on
+        # sending to it: what came is read from the subscription's queue (a last fetch reads
+        # it first), and unsubscribing ends the request.
+        found = self._pulls.pop((consumer, subject), None)
+        if found is None:
+            return []
+        pull, ack_wait = found
+        messages: list[Msg] = []
+        with jetstream_errors("stopping taking tasks"):
+            try:
+                if queued := pull.pending_msgs:  # read first; one more asked without waiting
+                    messages = await pull.fetch(queued + 1, timeout=0.05)
+            except TimeoutError:
+                pass
+            finally:
+                with suppress(nats.errors.Error):
+                    await pull.unsubscribe()
+        return [_JetStreamDelivery(msg, ack_wait) for msg in messages]
+
     # -- bucket --------------------------------------------------------------------------
 
     @property

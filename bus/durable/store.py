@@ -55,6 +55,10 @@ class TaskStore:
         with _unavailable("taking tasks"):
             return await self.raw.take(consumer, subject, max_items=max_items, timeout=timeout)
 
+    async def stop_taking(self, consumer: str, subject: str) -> list[Delivery]:
+        with _unavailable("stopping taking tasks"):
+            return await self.raw.stop_taking(consumer, subject)
+
     async def create(self, key: str, value: Any) -> bool:
         with _unavailable("writing a task's record"):
             return await self.raw.create(key, _encode(value))

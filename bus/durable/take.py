@@ -50,16 +50,12 @@ RunAttempt = Callable[[Attempt, str], Awaitable[TaskOutcome]]
 
 TICK = 0.05
 """Seconds between two rounds of tending the running attempts."""
-
 START_AFTER = 0.2
 """Seconds a first attempt runs before its start is journaled (unless it journals sooner)."""
-
 BACKOFF_CAP = 300.0
 """Seconds an attempt waits at most before it runs, after the attempts before it died."""
-
 STORE_RETRY = 1.0
 """Seconds before an attempt that failed because the store did is run again."""
-
 TAKE_WAIT = 5.0
 """Seconds one take waits for work before it asks again."""
 
@@ -107,6 +103,10 @@ class Taker:
                         for delivery in deliveries:
                             self.running += 1
                             tg.start_soon(self._attempt, delivery, run_attempt)
+                if self._hand_back:  # what the take cut short was sent goes back at once
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(2), suppress(Exception):
+                        for delivery in await self.store.stop_taking(self.agent, self.subject):
+                            await delivery.nak()
 
     async def stop(self, grace: float, *, hand_back: bool = True) -> None:
         """Take no more; give running attempts ``grace`` seconds, then hand them back at once.

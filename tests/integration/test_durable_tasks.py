@@ -234,7 +234,8 @@ async def test_a_task_still_running_when_its_instance_stops_is_handed_back_at_on
     nats_url: str, redis_url: str, namespace: str, files: Path
 ) -> None:
     """SIGTERM: the instance lets the attempt run for its grace (5 s), then hands it back; the
-    other instance takes it at once, not after the ack wait."""
+    other instance takes it at once, not after the ack wait. Tasks queued meanwhile go to the
+    other instance at once too: the stopping one's cut take holds none of them."""
     s = settings(nats_url, redis_url, namespace)
     slow_ack = {"A2A_TASKS": "1", "A2A_TASK_ACK_WAIT": "60"}
     log = files / "log"
@@ -249,6 +250,12 @@ async def test_a_task_still_running_when_its_instance_stops_is_handed_back_at_on
             victim = first if running == first.pid else second
             stopped = anyio.current_time()
             os.kill(victim.pid, signal.SIGTERM)
+            await anyio.sleep(0.3)  # it stopped taking, and drains
+            short = {"log": str(files / "short"), "first": 0, "then": 0}
+            with anyio.fail_after(4):  # far under the ack wait
+                for _ in range(8):
+                    done = await (await rt.tasks.submit("crafter", "long", short, timeout=60)).result()
+                    assert done["pid"] != victim.pid
             with anyio.fail_after(30):
                 result = await task.result()
             took = anyio.current_time() - stopped
