@@ -185,14 +185,15 @@ def require_header(app: ASGIApp, header: str) -> ASGIApp:
     return guarded
 
 
-def build_app(args: argparse.Namespace, card: AgentCard) -> ASGIApp:
+def build_app(args: argparse.Namespace, card: AgentCard, executor: AgentExecutor | None = None) -> ASGIApp:
+    """The app serving ``executor`` (an :class:`EchoExecutor` by default) with ``card``."""
     push: dict[str, Any] = {}
     if args.push:
         store = InMemoryPushNotificationConfigStore()
         sender = BasePushNotificationSender(httpx.AsyncClient(), store)
         push = {"push_config_store": store, "push_sender": sender}
     handler = DefaultRequestHandler(
-        agent_executor=EchoExecutor(args), task_store=InMemoryTaskStore(), agent_card=card, **push
+        agent_executor=executor or EchoExecutor(args), task_store=InMemoryTaskStore(), agent_card=card, **push
     )
     compat = "0.3" in args.versions
     routes: list[Any] = list(create_agent_card_routes(card))
