@@ -47,13 +47,10 @@ class Listening:
             self._local.append(subject)
 
     async def stop_taking(self) -> None:
-        """Take no new work from the agent's queue group or topics. This instance's subject
-        and the agent's cancels stay until :meth:`close`: the calls in hand are still probed,
-        acknowledged, withdrawn and answered while they finish (a graceful stop)."""
-        agent_subject = self.link.subjects.agent(self.agent)
-        if agent_subject in self._local:
-            self.link.detach(agent_subject)
-            self._local.remove(agent_subject)
+        """Take no new work from the agent's queue group or topics. This instance's subject,
+        the agent's cancels and the in-process hand-over stay until :meth:`close`: the calls
+        in hand are still probed, acknowledged, withdrawn and answered while they finish (a
+        graceful stop), and may call this agent on the way."""
         for sub in self._taking:
             await sub.drain()  # what the server routed here before it knew is still handled
         self._taking.clear()

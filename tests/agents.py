@@ -63,7 +63,9 @@ relay = Agent("relay", capabilities=[AgentCapability(id="relay", proficiency=0.9
 
 @relay.action("forward", input_schema={"type": "object", "required": ["action"]})
 async def _forward(ctx: Context, params: dict[str, Any]) -> Any:
-    """Call params.target.action with params.params; report what came back or the error code."""
+    """Call params.target.action with params.params (after params.delay seconds); report what
+    came back or the error code."""
+    await anyio.sleep(params.get("delay", 0))
     target = by_capability(*params["capabilities"]) if params.get("capabilities") else params["target"]
     try:
         result = await ctx.call(target, params["action"], params.get("params"), timeout=params.get("timeout"))

@@ -17,8 +17,8 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports eac
     from .agent import Action as Action
     from .agent import Agent as Agent
     from .context import Context as Context
+    from .host_stats import HostStats as HostStats
     from .hosting import AgentHost as AgentHost
-    from .hosting import HostStats as HostStats
     from .options import CallOptions as CallOptions
     from .peer import Peer as Peer
     from .peer import peer_agent as peer_agent
@@ -35,7 +35,7 @@ _WHERE = {
     "Agent": ".agent",
     "Context": ".context",
     "AgentHost": ".hosting",
-    "HostStats": ".hosting",
+    "HostStats": ".host_stats",
     "CallOptions": ".options",
     "Peer": ".peer",
     "peer_agent": ".peer",

@@ -18,8 +18,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import anyio
 
@@ -47,6 +46,7 @@ from .calls import CallPath
 from .context import Context
 from .delegating import finish_delegation
 from .failures import as_failure
+from .host_stats import HostStats, Readiness
 from .instance import ChildTasks, Instance
 from .services import Services
 from .slots import Lease, Slots
@@ -54,27 +54,6 @@ from .slots import Lease, Slots
 __all__ = ["AgentHost", "HostStats", "Readiness"]
 
 log = logging.getLogger("a2a.host")
-
-
-@runtime_checkable
-class Readiness(Protocol):
-    """What an agent's lifespan may enter to say whether it can serve now (a peer whose
-    processes are all down cannot): while it says False the instance reports ``offline``."""
-
-    def watch_ready(self, on_change: Callable[[bool], None]) -> None:
-        """Call ``on_change`` with the current answer, then each time it changes."""
-
-
-@dataclass
-class HostStats:
-    handled: int = 0
-    failed: int = 0
-    refused: int = 0
-    overloaded: int = 0
-    invalid: int = 0
-    cancelled: int = 0
-    repeated: int = 0
-    """Calls received again (after a reconnect) and answered from the reply cache."""
 
 
 class AgentHost:
@@ -109,6 +88,8 @@ class AgentHost:
         self._on_state = on_state
         self._ready = True
         self._limit = agent.max_concurrency + agent.max_queue
+        subjects = bus.subjects  # what this process's own handlers publish to it
+        self._local = {subjects.agent(agent.name), subjects.instance(self.instance_id)}
         self._stats = HostStats()
         self.rejects = Rejects(log, f"{self.instance_id}: message")
         """Messages refused before they could be read as a request (counted, logged at a bounded rate)."""
@@ -120,7 +101,7 @@ class AgentHost:
         self._sender_of = bus.subjects.sender_of
         self._resources = AsyncExitStack()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._idle: anyio.Event | None = None  # set once none is in hand, while _drained waits
+        self._idle: anyio.Event | None = None  # set once none is in hand, while drained waits
 
     # -- registry-facing state ---------------------------------------------------------
 
@@ -206,21 +187,31 @@ class AgentHost:
 
     async def stop(self, grace: float) -> None:
         """Stop taking messages; give running handlers ``grace`` seconds, then cancel them."""
+        await self.stop_taking()
+        await self.drained(grace)
+        await self.close()
+
+    async def stop_taking(self) -> None:
+        """Take no new work: from the network, only what the server routed here before it knew;
+        from this process's own handlers, all until :meth:`close` (they finish work in hand)."""
         endpoint = self.endpoint
         if endpoint is not None:  # its calls in hand are still probed and answered meanwhile
-            await endpoint.stop_taking()  # and those already on their way here still taken
+            await endpoint.stop_taking()
         self.stopping = True
-        await self._drained(grace)
+
+    async def close(self) -> None:
+        """Cancel the handlers still running (SHUTDOWN) and let go of everything."""
+        endpoint = self.endpoint
         if endpoint is not None:
             endpoint.cancel_all(SHUTDOWN)
-        await self._drained(1.0)
+        await self.drained(1.0)
         await self._tasks.aclose()
         if endpoint is not None:
             await endpoint.close()
             self._bus.forget(endpoint)
         await self._resources.aclose()
 
-    async def _drained(self, timeout: float) -> None:
+    async def drained(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the requests in hand to finish."""
         self._idle = idle = anyio.Event()
         with anyio.move_on_after(timeout):
@@ -228,7 +219,7 @@ class AgentHost:
                 await idle.wait()
 
     def _finished(self) -> None:
-        """A request taken is done with: the last one in hand wakes :meth:`_drained`."""
+        """A request taken is done with: the last one in hand wakes :meth:`drained`."""
         self.accepted -= 1
         if not self.accepted and self._idle is not None:
             self._idle.set()
@@ -237,8 +228,8 @@ class AgentHost:
 
     def deliver(self, msg: Message) -> None:
         """Take a message for a worker, or refuse it at once when too many are in hand
-        (or, while the instance stops, when it comes on its own subject)."""
-        if self.accepted >= self._limit or self.stopping:
+        (or, while the instance stops, unless this process's handlers sent it)."""
+        if self.accepted >= self._limit or (self.stopping and msg.subject not in self._local):
             self._stats.overloaded += 1
             if msg.reply:
                 self._tasks.spawn(self._refuse(msg))

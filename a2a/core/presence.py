@@ -78,14 +78,25 @@ class Presence:
         self._changed.set()
 
     async def stop(self, stop_tasks: Callable[[float], Coroutine[Any, Any, None]], grace: float) -> None:
-        """Stop every host (and, beside them, the durable tasks' takers), then deregister them."""
+        """Stop every host (and, beside them, the durable tasks' takers), then deregister them.
+
+        All stop taking work first; each then has ``grace`` seconds to finish what it holds,
+        and none closes before all have (or the grace ended): a handler finishing its work
+        may still call another agent of this process on the way.
+        """
         hosts = list(self.hosts.values())
         if not hosts:
             return
         async with anyio.create_task_group() as tg:
+            for host in hosts:
+                tg.start_soon(host.stop_taking)
+        async with anyio.create_task_group() as tg:
             tg.start_soon(stop_tasks, grace)
             for host in hosts:
-                tg.start_soon(host.stop, grace)
+                tg.start_soon(host.drained, grace)
+        async with anyio.create_task_group() as tg:
+            for host in hosts:
+                tg.start_soon(host.close)
         await self.deregister(hosts)
         self.hosts.clear()
 

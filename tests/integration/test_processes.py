@@ -186,3 +186,25 @@ async def test_sigterm_to_one_instance_of_a_busy_pool_drops_no_call(settings: Se
                 os.kill(leaving.pid, signal.SIGTERM)
             assert leaving.proc is not None and leaving.proc.wait(10) == 0
     assert outcomes["ok"] > 500 and set(outcomes) == {"ok"}, outcomes
+
+
+async def test_sigterm_lets_a_handler_call_an_agent_of_its_own_process_on_its_way_out(
+    settings: Settings,
+) -> None:
+    """Every agent of the stopping process still serves the handlers finishing their work in
+    its grace: one that calls another agent of the process after the SIGTERM gets its answer."""
+    with AgentProcess(settings, "tests.agents:relay", "tests.agents:echo") as proc:
+        async with Runtime(settings) as rt:
+            await rt.wait_for_agents(["relay", "echo"], timeout=20)
+            params = {"target": "echo", "action": "echo", "params": {"n": 1}, "delay": 0.6}
+            results: list[Any] = []
+
+            async def call() -> None:
+                results.append(await rt.call("relay", "forward", params, timeout=10))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await anyio.sleep(0.2)  # the relay's handler waits, the echo agent holds nothing
+                os.kill(proc.pid, signal.SIGTERM)
+            assert results[0]["result"] == {"n": 1}
+            assert proc.proc is not None and proc.proc.wait(10) == 0
