@@ -108,6 +108,7 @@ class Bus:
         self.callers.reconnected()
         for endpoint in self.endpoints:
             endpoint.lost_connection()
+        await self.watch.claims()  # who holds the calls to queue groups, before they go again
         await self.caller.resend_unanswered()
 
     # -- caller half (see :class:`Caller`) ----------------------------------------------------

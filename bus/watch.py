@@ -159,6 +159,30 @@ class Watch:
                 ),
             )
 
+    async def claims(self) -> None:
+        """Before calls are sent again after a reconnect: ask the instances of each agent which
+        received the calls sent to its queue group that none acknowledged, and give their
+        acks ``PROBE_EVERY`` to come. A call acknowledged so goes again to the instance that
+        holds it, which answers a repeat and never runs it twice; sent to the queue group
+        again, another instance would run it too. (An ack lost with the connection less than
+        ``PROBE_EVERY`` before is not sent again: such a call may still run twice.)"""
+        caller = self._caller
+        subjects = caller.link.subjects
+        asking: dict[str, list[str]] = {}
+        for correlation_id, slot in caller.pending.items():
+            unclaimed = slot.instance is None and not slot.local and not slot.future.done()
+            if unclaimed and slot.subject and subjects.instance_of(slot.subject) is None:  # a queue group
+                asking.setdefault(subjects.agent_of(slot.subject), []).append(correlation_id)
+
+        async def ask(agent: str, ids: list[str]) -> None:
+            calls = {PROBE_HEADER: PROBE_CALLS}
+            await caller.probe(subjects.cancel(agent), calls, encode_probe(ids), timeout=PROBE_EVERY)
+
+        async with anyio.create_task_group() as tg:
+            for agent, ids in asking.items():
+                for start in range(0, len(ids), PROBE_IDS):
+                    tg.start_soon(ask, agent, ids[start : start + PROBE_IDS])
+
     async def _agent(self, agent: str, ids: list[str]) -> None:
         try:
             async with anyio.create_task_group() as tg:

@@ -48,6 +48,15 @@ async def _sleep(ctx: Context, params: dict[str, Any]) -> Any:
     return {"slept": params["seconds"], "instance": ctx.instance_id, "pid": os.getpid()}
 
 
+@echo.action("logged", input_schema={"type": "object", "required": ["log", "id"]})
+async def _logged(ctx: Context, params: dict[str, Any]) -> Any:
+    """Note the run in params.log (a line: the call's id, this process), then sleep ``seconds``."""
+    with open(params["log"], "a") as f:  # noqa: ASYNC230 - one short line
+        f.write(f"{params['id']} {os.getpid()}\n")
+    await anyio.sleep(params.get("seconds", 0))
+    return params["id"]
+
+
 @echo.action("big", input_schema={"type": "object", "required": ["size"]})
 async def _big(ctx: Context, params: dict[str, Any]) -> Any:
     return "x" * params["size"]

@@ -5,15 +5,18 @@ from __future__ import annotations
 import os
 import signal
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 
 from a2a import Runtime, Settings, by_capability, by_instance
 from a2a.errors import A2AError, AgentLost
 from discovery import AgentProfile
 from tests.helpers import AgentProcess
+from tests.topology.link import Link
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -208,3 +211,35 @@ async def test_sigterm_lets_a_handler_call_an_agent_of_its_own_process_on_its_wa
                 os.kill(proc.pid, signal.SIGTERM)
             assert results[0]["result"] == {"n": 1}
             assert proc.proc is not None and proc.proc.wait(10) == 0
+
+
+async def test_calls_to_a_pool_sent_again_after_the_callers_reconnect_run_once(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """After a reconnect the caller first asks which instance received the calls nobody had
+    acknowledged yet (queued behind busy handlers); each goes again to the instance that
+    holds it, which answers a repeat, rather than to the queue group, where another would run it."""
+    log = tmp_path / "runs"
+    link = Link(("127.0.0.1", int(settings.nats_url.rsplit(":", 1)[1]))).restore()
+    through = msgspec.structs.replace(settings, nats_url=f"nats://127.0.0.1:{link.port}")
+    try:
+        with AgentProcess(settings, "tests.agents:echo"), AgentProcess(settings, "tests.agents:echo"):
+            async with Runtime(through) as rt:
+                await wait_instances(rt, "echo", 2)
+                results: list[Any] = []
+
+                async def call(n: int) -> None:
+                    params = {"log": str(log), "id": n, "seconds": 0.25}
+                    results.append(await rt.call("echo", "logged", params, timeout=20))
+
+                async with anyio.create_task_group() as tg:
+                    for n in range(64):  # 16 run at once, the rest wait in the instances' queues
+                        tg.start_soon(call, n)
+                    await anyio.sleep(0.1)
+                    link.cut()  # the caller's connection drops and comes back
+                    link.restore()
+    finally:
+        link.close()
+    runs = Counter(line.split()[0] for line in log.read_text().splitlines())
+    assert sorted(results) == list(range(64))
+    assert [n for n, times in runs.items() if times > 1] == []
