@@ -43,7 +43,7 @@ async def test_typed_errors_name_agent_and_hop(make_runtime: MakeRuntime) -> Non
     with pytest.raises(UnknownAction) as unknown:
         await client.call("echo", "nope")
     assert (unknown.value.agent, unknown.value.hop) == ("echo", 1)
-    assert unknown.value.details["actions"] == ["big", "echo", "fail", "sleep", "whoami"]
+    assert unknown.value.details["actions"] == ["big", "echo", "fail", "logged", "sleep", "whoami"]
     with pytest.raises(InvalidParams) as invalid:
         await client.call("echo", "sleep", {"seconds": -1})
     assert invalid.value.details["path"] == "$.seconds"
