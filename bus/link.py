@@ -27,7 +27,7 @@ from transports import (
 )
 
 from . import codec
-from .errors import A2AError, PayloadTooLarge, Unavailable
+from .errors import A2AError, InvalidParams, PayloadTooLarge, Unavailable
 from .protocol import REPLIES_HEADER
 from .subjects import Subjects
 from .tasks import TaskSet
@@ -91,8 +91,12 @@ class Link:
 
         Raises:
             PayloadTooLarge: the encoded envelope exceeds :attr:`max_payload`.
+            InvalidParams: something in it cannot be JSON (a lone surrogate in a string, say).
         """
-        data = codec.encode_compact(envelope) if compact else codec.encode_envelope(envelope)  # type: ignore[arg-type]
+        try:
+            data = codec.encode_compact(envelope) if compact else codec.encode_envelope(envelope)  # type: ignore[arg-type]
+        except codec.ENCODE_ERRORS as exc:
+            raise InvalidParams(f"the request cannot be encoded as JSON: {exc}"[:500]) from None
         if len(data) > self.max_payload:
             raise _too_large(len(data), self.max_payload)
         return data

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -42,12 +43,37 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # 1e400: it would travel as null
+        raise ValueError(f"{text} is out of range for a JSON number")
+    return value
+
+
+def _no_surrogates(value: Any) -> Any:
+    """``value`` as parsed, refusing half of a surrogate pair (``"\ud800"``) in a string or key:
+    valid to ``json``, but no UTF-8 text can carry it."""
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise ValueError("a string holds half of a surrogate pair") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _no_surrogates(key)
+            _no_surrogates(item)
+    elif isinstance(value, list):
+        for item in value:
+            _no_surrogates(item)
+    return value
+
+
 def parse_params(text: str | None) -> dict[str, Any] | None:
     """``--params`` as a JSON object; CommandError (status 2) when it is anything else."""
     if not text:
         return None
     try:
-        params = json.loads(text, parse_constant=_no_constant)
+        params = _no_surrogates(json.loads(text, parse_constant=_no_constant, parse_float=_finite))
     except RecursionError:  # deeper than the parser itself goes
         raise CommandError(f"--params is nested deeper than {MAX_PARAMS_DEPTH} levels", status=2) from None
     except ValueError as exc:  # JSONDecodeError, NaN or Infinity

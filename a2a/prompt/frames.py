@@ -156,6 +156,8 @@ def decode_output(line: bytes) -> OutputFrame:
     except msgspec.ValidationError as exc:
         raise FrameError("not a frame", str(exc)) from None
     except msgspec.DecodeError as exc:
+        if "truncated" in str(exc) and _HALF_PAIR.search(line) is not None:  # msgspec says "truncated"
+            raise FrameError("not json", "a string holds half of a surrogate pair (\\udXXX)") from None
         raise FrameError("not json", str(exc)) from None
     except UnicodeDecodeError as exc:
         raise FrameError("not utf-8", f"a string is not UTF-8 ({exc.reason})") from None
@@ -167,13 +169,18 @@ def peek_response_id(line: bytes) -> str | None:
     """The ``request_id`` of a line that claims to be a response frame, however malformed otherwise."""
     try:
         peek = _peeker.decode(line)
-    except Exception:  # not JSON, not UTF-8 where it is read: no claim to peek at
-        return None
+    except Exception:  # not JSON (half a surrogate pair in a string, say): its bytes may still claim it
+        kind = _TYPE.search(line)
+        named = _REQUEST_ID.search(line)
+        if kind is None or kind[1] != RESPONSE.encode() or named is None or not named[1].isascii():
+            return None  # the runtime's request ids are ASCII
+        return named[1].decode()
     return peek.request_id if peek.type == RESPONSE and peek.request_id else None
 
 
 _TYPE = re.compile(rb'"type"\s*:\s*"([a-z_.]{1,64})"')
 _REQUEST_ID = re.compile(rb'"request_id"\s*:\s*"([^"\\]{1,256})"')
+_HALF_PAIR = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def peek_oversized(head: bytes, tail: bytes) -> str | None:

@@ -98,3 +98,17 @@ def test_a_failed_call_is_one_line_with_its_ids(stepper: AgentProcess, cli_env: 
 def test_bad_limits_are_usage_errors(option: str, value: str, cli_env: dict[str, str]) -> None:
     out = a2a("call", "stepper", "walk", option, value, env=cli_env)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and option in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("params", "why"),
+    [
+        ('{"text": "x\\ud800"}', "surrogate"),  # valid to json, no UTF-8 text carries it
+        ('{"\\udfff": 1}', "surrogate"),
+        ('{"n": 1e400}', "out of range"),  # it would travel as null
+        ('{"n": NaN}', "NaN"),
+    ],
+)
+def test_params_json_cannot_carry_are_usage_errors(params: str, why: str, cli_env: dict[str, str]) -> None:
+    out = a2a("call", "stepper", "walk", "--params", params, env=cli_env)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and why in out.stderr, out.stderr

@@ -93,6 +93,8 @@ async def test_protocol_violations_are_counted_and_never_fail_another_request(
         assert violations["duplicate terminal"] == 1
         with pytest.raises(AgentError, match="malformed response frame"):
             await rt.call("local", "run", {"text": "malformed"})
+        with pytest.raises(AgentError, match="half of a surrogate pair"):  # not JSON, still its answer
+            await rt.call("local", "run", {"text": "halfpair"})
         assert await rt.call("local", "run", {"text": f"huge:{1 << 20}"}) == "after huge"
         assert violations["oversized line"] == 1
         assert await rt.call("local", "run", {"text": "flood:2000000"}) == "after flood"

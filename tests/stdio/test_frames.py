@@ -170,6 +170,19 @@ def test_every_undecodable_line_is_a_frame_error(line: bytes, kind: str) -> None
     assert peek_response_id(line) in (None, "r")  # never raises
 
 
+def test_a_response_with_half_a_surrogate_pair_is_not_json_but_still_names_its_request() -> None:
+    """JavaScript's JSON.stringify writes half an emoji of a string cut in two as an escape no
+    UTF-8 text can carry: the line is no JSON, yet it answers its request (AGENT_ERROR at once)."""
+    line = b'{"type": "desktop.local_prompt.response", "request_id": "req_1", "draft_message": "cut \\ud83d"}'
+    with pytest.raises(FrameError, match="half of a surrogate pair") as caught:
+        decode_output(line)
+    assert caught.value.kind == "not json"
+    assert peek_response_id(line) == "req_1"
+    assert peek_response_id(line.replace(b"response", b"progress")) is None
+    whole = line.replace(b'"draft', b'"status": "ok", "draft').replace(b"cut \\ud83d", b"\\ud83d\\ude00")
+    assert decode_output(whole).draft_message == "\U0001f600"  # a whole pair is an emoji
+
+
 def test_an_oversized_line_names_its_request_at_either_end() -> None:
     head = b'{"type": "desktop.local_prompt.response", "request_id": "req_1", "draft_message": "xxx'
     assert peek_oversized(head, b'xxx"}') == "req_1"

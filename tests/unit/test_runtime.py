@@ -501,3 +501,12 @@ async def test_a_call_held_by_an_instance_nobody_serves_after_a_reconnect_ends_a
                     await anyio.sleep(0.02)  # acknowledged: the instance holds it
             await endpoint.close()  # the instance vanishes, as if its process died
             assert await client.bus.resend_unanswered() == 1  # as after a reconnect
+
+
+async def test_a_call_whose_params_cannot_be_encoded_is_a_typed_error(broker: TestBroker) -> None:
+    """Half a surrogate pair (what the stdlib's json reads from ``"\\ud800"``) cannot be JSON:
+    the call says so with a typed error, not a UnicodeEncodeError."""
+    async with broker.runtime() as rt:
+        with pytest.raises(A2AError) as info:
+            await rt.call("anyone", "run", {"text": "x\ud800"}, timeout=2)
+    assert info.value.code == "INVALID_PARAMS" and "encoded" in info.value.message

@@ -21,6 +21,7 @@
     spawn-setsid    the same, the grandchild in a session of its own
     badbytes        lines that are not UTF-8 first (bare, and inside a progress frame)
     badanswer       a response frame with this request_id and a draft that is not UTF-8
+    halfpair        a response frame with this request_id and half a surrogate pair escaped
     hugeanswer:N    a response frame with this request_id and a draft of N bytes
     barrier:DIR:N   creates DIR/<pid> and answers once N such files exist (at most 10 s)
 
@@ -101,6 +102,10 @@ def handle(frame):
         answer(rid, "second")
     elif text == "malformed":
         send({"type": "desktop.local_prompt.response", "request_id": rid, "status": "maybe"})
+    elif text == "halfpair":  # half an emoji, as JSON.stringify writes a string cut in two
+        frame = '{"type": "desktop.local_prompt.response", "request_id": "%s", "status": "ok", '
+        sys.stdout.write(frame % rid + '"draft_message": "cut \\ud83d"}\n')
+        sys.stdout.flush()
     elif command == "huge":
         sys.stdout.write("x" * int(arg) + "\n")
         answer(rid, "after huge")
