@@ -205,10 +205,10 @@ class AgentHost:
         if endpoint is not None:
             endpoint.cancel_all(SHUTDOWN)
         await self.drained(1.0)
-        await self._tasks.aclose()
-        if endpoint is not None:
+        if endpoint is not None:  # first: nothing arrives then that could not be refused
             await endpoint.close()
             self._bus.forget(endpoint)
+        await self._tasks.aclose()
         await self._resources.aclose()
 
     async def drained(self, timeout: float) -> None:
