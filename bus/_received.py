@@ -33,8 +33,9 @@ class Received:
         self._acks: dict[str, tuple[int, float]] = {}
         """Reply subject of a call acknowledged before it was held -> (acks sent, when the last)."""
         self.stale: set[str] = set()
-        self._limit = REPLY_CACHE_SIZE + REPLY_CACHE_SIZE // 8
         """Reply prefixes of runtimes to ask to send their calls again (see the module)."""
+        self._limit = REPLY_CACHE_SIZE + REPLY_CACHE_SIZE // 8
+        """How many calls may be remembered before the oldest answered ones are forgotten."""
 
     def arrived(self, reply: str) -> bool:
         """Note a call on ``reply``; False when it arrived before (a repeat)."""

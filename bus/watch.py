@@ -34,11 +34,12 @@ callee that this runtime is alive (see :class:`bus.callers.Callers`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 import anyio
 from anyio.abc import TaskGroup
 
-from .caller import Caller
+from .caller import Caller, Verdict
 from .errors import AgentLost
 from .protocol import (
     LOST_CONFIRM,
@@ -173,32 +174,32 @@ class Watch:
             unclaimed = slot.instance is None and not slot.local and not slot.future.done()
             if unclaimed and slot.subject and subjects.instance_of(slot.subject) is None:  # a queue group
                 asking.setdefault(subjects.agent_of(slot.subject), []).append(correlation_id)
-
-        async def ask(agent: str, ids: list[str]) -> None:
-            calls = {PROBE_HEADER: PROBE_CALLS}
-            await caller.probe(subjects.cancel(agent), calls, encode_probe(ids), timeout=PROBE_EVERY)
-
         async with anyio.create_task_group() as tg:
             for agent, ids in asking.items():
-                for start in range(0, len(ids), PROBE_IDS):
-                    tg.start_soon(ask, agent, ids[start : start + PROBE_IDS])
+                for some in _per_probe(ids):
+                    tg.start_soon(self._claims, agent, some)
+
+    async def _claims(self, agent: str, ids: list[str]) -> Verdict:
+        """Ask ``agent``'s instances which received these unacknowledged calls: those that did
+        acknowledge them (on the calls' own reply subjects) within ``PROBE_EVERY``."""
+        caller = self._caller
+        subject, calls = caller.link.subjects.cancel(agent), {PROBE_HEADER: PROBE_CALLS}
+        return await caller.probe(subject, calls, encode_probe(ids), timeout=PROBE_EVERY)
 
     async def _agent(self, agent: str, ids: list[str]) -> None:
         try:
             async with anyio.create_task_group() as tg:
-                for start in range(0, len(ids), PROBE_IDS):
-                    tg.start_soon(self._ask, agent, ids[start : start + PROBE_IDS])
+                for some in _per_probe(ids):
+                    tg.start_soon(self._ask, agent, some)
         finally:
             self._out.discard("a" + agent)
 
     async def _ask(self, agent: str, ids: list[str]) -> None:
-        """Ask ``agent``'s instances which received these unacknowledged calls."""
+        """Ask ``agent``'s instances which received these unacknowledged calls; end those no
+        instance is left to finish, or none claims for long."""
         caller = self._caller
-        subject = caller.link.subjects.cancel(agent)
         asked = anyio.current_time()
-        verdict = await caller.probe(
-            subject, {PROBE_HEADER: PROBE_CALLS}, encode_probe(ids), timeout=PROBE_EVERY
-        )
+        verdict = await self._claims(agent, ids)
         if verdict == "failed" or (verdict != "nobody" and caller.settling):
             return  # no verdict: not sent, or an answer may have been lost with the connection
         pending = caller.pending
@@ -266,3 +267,9 @@ class Watch:
             elif "i" + instance not in self._out:
                 self._out.add("i" + instance)
                 tg.start_soon(self._instance, instance)
+
+
+def _per_probe(ids: list[str]) -> Iterator[list[str]]:
+    """``ids`` in groups of as many as one probe names (``PROBE_IDS``)."""
+    for start in range(0, len(ids), PROBE_IDS):
+        yield ids[start : start + PROBE_IDS]

@@ -49,8 +49,7 @@ class Asking(RankedEntries):
         allowed: Callable[[str], bool] | None = None,
     ) -> ViewEntry | None:
         """As :meth:`RankedEntries.best`; a capability not followed is followed soon after."""
-        if not self._interest.covers(capabilities) and self._asked.add(capabilities) is not None:
-            self._woken.set()
+        self._ask_for(capabilities=capabilities)
         return super().best(capabilities, exclude=exclude, allowed=allowed)
 
     def reads_compact(self, agent: str, instance: str | None = None) -> bool:
@@ -62,7 +61,13 @@ class Asking(RankedEntries):
 
     def learn(self, agent: str) -> None:
         """Follow ``agent`` soon (a caller's full-form request to it was answered)."""
-        if not self._interest.covers(agents=(agent,)) and self._asked.add(agents=(agent,)) is not None:
+        self._ask_for(agents=(agent,))
+
+    def _ask_for(self, *, capabilities: Sequence[str] = (), agents: Sequence[str] = ()) -> None:
+        """Have the view's loop follow these capabilities and agents soon, those it does not yet."""
+        if self._interest.covers(capabilities, agents):
+            return
+        if self._asked.add(capabilities, agents) is not None:
             self._woken.set()
 
     def entries(self) -> list[ViewEntry]:

@@ -185,12 +185,6 @@ class AgentHost:
             await self._resources.aclose()
             raise
 
-    async def stop(self, grace: float) -> None:
-        """Stop taking messages; give running handlers ``grace`` seconds, then cancel them."""
-        await self.stop_taking()
-        await self.drained(grace)
-        await self.close()
-
     async def stop_taking(self) -> None:
         """Take no new work: from the network, only what the server routed here before it knew;
         from this process's own handlers, all until :meth:`close` (they finish work in hand)."""
