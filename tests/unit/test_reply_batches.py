@@ -39,6 +39,21 @@ class ReplySpy:
         ]
 
 
+def gated_reply(in_reply_to: str, result: Any, correlation_id: str) -> bytes:
+    """A full-form response of ``gated.echo`` to the client, as a batch line's envelope."""
+    reply = ResponseEnvelope(
+        message_id="r1",
+        source_agent_id="gated",
+        target_agent_id="client",
+        conversation_id="c",
+        in_reply_to=in_reply_to,
+        protocol_version=PROTOCOL_VERSION,
+        payload=Payload(action="echo", result=result),
+        metadata=Metadata(timestamp=1, correlation_id=correlation_id),
+    )
+    return codec.encode_envelope(reply)
+
+
 async def call_through_the_gate(
     client: Runtime, server: Runtime, gate: anyio.Event, params: list[dict[str, Any]]
 ) -> dict[int, Any]:
@@ -142,17 +157,7 @@ async def test_a_caller_survives_malformed_batches_and_settles_the_good_lines(
         with anyio.fail_after(5):
             while not requests:
                 await anyio.sleep(0.001)
-        reply = ResponseEnvelope(
-            message_id="r1",
-            source_agent_id="gated",
-            target_agent_id="client",
-            conversation_id="c",
-            in_reply_to=json.loads(requests[0])["messageId"],
-            protocol_version=PROTOCOL_VERSION,
-            payload=Payload(action="echo", result={"from": "batch"}),
-            metadata=Metadata(timestamp=1, correlation_id="known"),
-        )
-        good = codec.encode_envelope(reply)
+        good = gated_reply(json.loads(requests[0])["messageId"], {"from": "batch"}, "known")
         bad_lines = [b"no-space-here", b"\xff\xfe " + good, b" starts-with-space", b""]
         body = b"\n".join([*bad_lines, b"unknown-call " + good, b"known " + good])
         await broker.connect().publish(client.bus.reply_prefix + "known", body, headers={REPLIES_HEADER: "6"})
@@ -179,17 +184,8 @@ async def test_a_line_that_does_not_answer_its_call_is_dropped_and_the_call_wait
         with anyio.fail_after(5):
             while server.hosts["gated"].slots.used < 1:  # the call is held, its reply still to come
                 await anyio.sleep(0.001)
-        forged = ResponseEnvelope(
-            message_id="r1",
-            source_agent_id="gated",
-            target_agent_id="client",
-            conversation_id="c",
-            in_reply_to="not-the-request",
-            protocol_version=PROTOCOL_VERSION,
-            payload=Payload(action="echo", result="forged"),
-            metadata=Metadata(timestamp=1, correlation_id="victim"),
-        )
-        lines = [b"victim " + codec.encode_envelope(forged), b'victim {"t":"r","re":null}', b"victim {"]
+        forged = gated_reply("not-the-request", "forged", "victim")
+        lines = [b"victim " + forged, b'victim {"t":"r","re":null}', b"victim {"]
         await broker.connect().publish(
             client.bus.reply_prefix + "victim", b"\n".join(lines), headers={REPLIES_HEADER: "3"}
         )
