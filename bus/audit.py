@@ -1,10 +1,11 @@
 """The audit record of one exchange, as published on ``a2a.<ns>.audit.<agent>``.
 
 A wire object (its JSON Schema is ``schemas/audit-record.schema.json``); the runtime
-writes and reads these records in ``a2a.stores.audit``. A runtime whose peers all read
-protocol 1.4 writes them in a compact form (``schemas/audit-record-compact.schema.json``):
-the same fields with the short keys of :data:`AUDIT_KEYS`, ``side`` ``callee`` and
-``outcome`` ``ok`` left out. Readers take both (:func:`decode_audit_line`).
+writes and reads these records in ``a2a.stores.audit``. Unless its ``peer_protocol`` is 1.3
+(for readers from before 1.4), a runtime writes them in a compact form
+(``schemas/audit-record-compact.schema.json``): the same fields with the short keys of
+:data:`AUDIT_KEYS`, ``side`` ``callee`` and ``outcome`` ``ok`` left out. Readers take both
+(:func:`decode_audit_line`).
 """
 
 from __future__ import annotations

@@ -57,8 +57,8 @@ class Link:
         self.replies_lost = 0
         """Batched replies the transport refused (each logged)."""
         self.peer_protocol = PROTOCOL_VERSION
-        """The oldest protocol version the runtimes reached read: at 1.4 (``bus.compact``)
-        requests and audit records travel in the compact form."""
+        """``Settings.peer_protocol``: the form of requests (``bus.forms``) and of audit
+        records (compact, ``bus.audit``, unless 1.3)."""
 
     def _limit(self) -> int:
         limit = self.transport.max_payload

@@ -4,7 +4,7 @@
 hosts an echo agent in one runtime and calls it from another: by name and by capability,
 one call at a time and 64 in flight, with the audit on and off, requests in the full form
 (``wire`` 1.3), in the compact one (1.4, ``Settings.peer_protocol``) and as the default
-``auto`` chooses (compact to these agents, which announce 1.4; audit records full), and an agent taking
+``auto`` chooses (compact to these agents, which announce 1.4; audit records compact), and an agent taking
 one call at a time (each call flips it busy and back). Each line is one case, per call:
 messages and bytes into and out of nats-server, and Redis's CPU, FCALLs and PUBLISHes
 (the heartbeats state changes bring forward; the background heartbeats of the two

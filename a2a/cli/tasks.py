@@ -204,10 +204,10 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     if not tasks:
         print("no tasks")
         return 0
-    print(f"{'TASK':<34} {'AGENT':<16} {'ACTION':<16} {'STATE':<10} SUBMITTED")
+    print(f"{'TASK':<24} {'AGENT':<16} {'ACTION':<16} {'STATE':<10} SUBMITTED")
     for t in tasks:
         at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t.record.submitted_at / 1000))
-        print(f"{t.id:<34} {t.record.agent[:16]:<16} {t.record.action[:16]:<16} {_state(t):<10} {at}")
+        print(f"{t.id:<24} {t.record.agent[:16]:<16} {t.record.action[:16]:<16} {_state(t):<10} {at}")
     return 0
 
 

@@ -22,7 +22,7 @@ __all__ = [
 
 TASK_ID = r"^[A-Za-z0-9_-]{1,64}$"
 TaskId = Annotated[str, Meta(pattern=TASK_ID)]
-"""A task id: one token of a KV key (the runtime's are 32 hex characters)."""
+"""A task id: one token of a KV key (the runtime's are 22 characters of ``0-9a-zA-Z``)."""
 Attempts = Annotated[int, Meta(ge=1, le=100)]
 TraceHeaders = Annotated[
     dict[Annotated[str, Meta(max_length=64)], Annotated[str, Meta(max_length=512)]], Meta(max_length=4)

@@ -74,7 +74,8 @@ async def test_compact_audit_records_are_kept_and_read_back_beside_full_ones(set
         return params
 
     compact = msgspec.structs.replace(settings, peer_protocol="1.4")
-    async with Runtime(compact) as new, Runtime(settings) as old:
+    full = msgspec.structs.replace(settings, peer_protocol="1.3")
+    async with Runtime(compact) as new, Runtime(full) as old:
         await new.serve(echo)  # writes compact records
         await old.serve(older)  # writes full ones
         await new.wait_for_agents(["echo", "older"], timeout=10)

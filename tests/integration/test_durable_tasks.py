@@ -18,6 +18,7 @@ import pytest
 
 from a2a import Agent, Context, Runtime, Settings
 from bus.durable import keys
+from bus.ids import ID_LENGTH
 from tests.helpers import ROOT, AgentProcess, agent_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
@@ -165,7 +166,7 @@ async def test_the_submitting_process_is_killed_and_a_new_one_re_attaches(
     params = {"log": str(log), "charges": str(charges), "seconds": 0.5}
     with instance(s):
         task_id = submit_then_die(s, params)
-        assert len(task_id) == 32
+        assert len(task_id) == ID_LENGTH
         async with Runtime(s) as rt:
             by_id = await rt.tasks.get(task_id)
             with anyio.fail_after(30):
@@ -196,7 +197,7 @@ async def test_the_cli_submits_waits_gets_and_refuses_another_user(
         )  # fmt: skip
         assert status == 0, err
         submitted = json.loads(out)
-        assert submitted["state"] == "queued" and len(submitted["taskId"]) == 32
+        assert submitted["state"] == "queued" and len(submitted["taskId"]) == ID_LENGTH
         task_id = submitted["taskId"]
         status, out, err = await a2a(
             s, "task", "wait", task_id, "--json", "--user", "ann", "--timeout", "30s"

@@ -105,7 +105,7 @@ async def test_a_runtime_at_1_4_sends_compact_requests_and_gets_compact_replies(
     (request,) = wiretap.bodies("agent")
     (reply,) = wiretap.bodies("reply")
     assert request.startswith(b'{"t":"q"') and reply.startswith(b'{"t":"r"')
-    assert len(request) <= 300 and len(reply) <= 180
+    assert len(request) <= 265 and len(reply) <= 165
 
 
 async def test_at_1_3_requests_stay_in_the_full_form(make_runtime: MakeRuntime) -> None:

@@ -1,7 +1,9 @@
-"""Random ids are cut from blocks of random bytes: unique across threads and forks, 128 bits each."""
+"""Random ids are cut from blocks of random bytes: unique across threads and forks, over 130 bits each."""
 
 from __future__ import annotations
 
+import collections
+import math
 import os
 import re
 import threading
@@ -9,16 +11,39 @@ import threading
 import pytest
 
 from bus import ids
-from bus.ids import new_id, serial_id
+from bus.ids import ID_LENGTH, new_id, serial_id
 
-HEX32 = re.compile(r"[0-9a-f]{32}")
+ID = re.compile(r"[0-9a-zA-Z]{22}")
 
 
-def test_ids_are_32_hex_characters_and_unique_across_many_blocks() -> None:
+def test_ids_are_22_alphanumeric_characters_and_unique_across_many_blocks() -> None:
     many = [new_id() for _ in range(20_000)]  # about 80 blocks
-    assert all(HEX32.fullmatch(i) for i in many)
+    assert ID_LENGTH == 22 and 62**ID_LENGTH > 2**130
+    assert all(ID.fullmatch(i) for i in many)
     assert len(set(many)) == len(many)
     assert len(ids._blocks) <= 2  # blocks used up are let go
+
+
+def test_every_character_is_about_as_likely_in_every_place() -> None:
+    # 62 characters a place; a character missing, or one drawn far more than the rest,
+    # would cut the ids' bits (a byte taken as ``b % 62`` without dropping 248-255 makes
+    # the first 8 characters 5/4 as likely as the rest).
+    many = [new_id() for _ in range(40_000)]
+    every = collections.Counter("".join(many))
+    assert len(every) == 62
+    expected = 40_000 * ID_LENGTH / 62
+    worst = max(abs(n - expected) for n in every.values())
+    assert worst < 6 * math.sqrt(expected)  # 6 standard deviations (a skewed table is 25% off)
+    for place in (0, ID_LENGTH - 1):
+        firsts = collections.Counter(i[place] for i in many)
+        assert len(firsts) == 62
+        assert max(firsts.values()) < 2 * 40_000 / 62
+
+
+def test_serial_ids_are_unique_and_never_start_with_a_dash() -> None:
+    serials = [serial_id() for _ in range(1_000)]
+    assert len(set(serials)) == 1_000
+    assert not any(s.startswith("-") for s in serials) and all(s.isalnum() for s in serials)
 
 
 def test_threads_never_get_the_same_id() -> None:
@@ -53,6 +78,7 @@ def test_a_forked_child_does_not_repeat_its_parents_next_ids() -> None:
         child = pipe.read()
     os.waitpid(pid, 0)
     parents = {new_id() for _ in range(300)}
-    childs = {child[i : i + 32] for i in range(0, 300 * 32, 32)}
+    size = ID_LENGTH
+    childs = {child[i : i + size] for i in range(0, 300 * size, size)}
     assert len(childs) == 300 and not parents & childs
-    assert child[300 * 32 : 300 * 32 + 16] != serial_id()[:16]  # the serial ids' prefix too
+    assert child[300 * size : 300 * size + 11] != serial_id()[:11]  # the serial ids' prefix too
