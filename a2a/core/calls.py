@@ -13,6 +13,7 @@ CallPath.request(target, action, params, options, parent=ctx)
 from __future__ import annotations
 
 import time
+from collections.abc import Coroutine
 from typing import Any, Protocol
 
 import anyio
@@ -92,7 +93,7 @@ class CallPath:
         self._objectives = Objectives(settings.objective_window)
         self._redaction = ParamRedaction(services, settings.redact_params)
 
-    async def request(
+    def request(
         self,
         target: Target,
         action: str,
@@ -101,11 +102,20 @@ class CallPath:
         *,
         parent: Parent | None = None,
         fan_out: int | None = None,
-    ) -> ResponseEnvelope:
-        """Send one request and return its response (again, as ``options.retry`` says)."""
+    ) -> Coroutine[Any, Any, ResponseEnvelope]:
+        """Send one request and return its response (again, as ``options.retry`` says).
+
+        Without a retry this is the hot path's own coroutine, not one more around it."""
+        if options.retry is None:
+            return self._request(target, action, params, options, parent=parent, fan_out=fan_out)
+        return self._retried(target, action, params, options, parent=parent, fan_out=fan_out)
+
+    async def _retried(
+        self, target: Target, action: str, params: dict[str, Any] | None, options: CallOptions, *,
+        parent: Parent | None, fan_out: int | None,
+    ) -> ResponseEnvelope:  # fmt: skip
         retry = options.retry
-        if retry is None:
-            return await self._request(target, action, params, options, parent=parent, fan_out=fan_out)
+        assert retry is not None
         limit = self.settings.default_timeout if options.timeout is None else options.timeout
         if parent is None and options.correlation_id is None:  # every attempt in one call tree
             options = msgspec.structs.replace(options, correlation_id=new_id())

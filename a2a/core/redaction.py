@@ -37,7 +37,11 @@ class ParamRedaction:
         """
         if not params:
             return params
-        on = next((c for c in choices if c is not None), self.default)
+        on = self.default
+        for choice in choices:
+            if choice is not None:
+                on = choice
+                break
         if not on:
             return params
         found: dict[str, int] = {}
