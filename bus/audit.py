@@ -43,12 +43,12 @@ class AuditRecord(Wire, gc=False):
     origin: str
     target: str
     action: str
-    outcome: Outcome | Literal["running"]
-    """How the call ended; ``running`` on a record of a call still running (not kept)."""
-    side: Side
     started_at: int
     """Milliseconds since the epoch."""
     duration_ms: float
+    outcome: Outcome | Literal["running"]
+    """How the call ended; ``running`` on a record of a call still running (not kept)."""
+    side: Side
     hop: int = 0
     depth: int = 0
     instance: str | None = None
@@ -75,10 +75,10 @@ AUDIT_KEYS = {
     "origin": "o",
     "target": "d",
     "action": "a",
-    "outcome": "x",
-    "side": "sd",
     "started_at": "ts",
     "duration_ms": "ms",
+    "outcome": "x",
+    "side": "sd",
     "hop": "h",
     "depth": "dp",
     "instance": "in",
@@ -111,7 +111,7 @@ def _compact_fields() -> list[tuple[str, Any, Any] | tuple[str, Any]]:
 
 
 CompactAuditRecord: Any = msgspec.defstruct(
-    "CompactAuditRecord", _compact_fields(), rename=AUDIT_KEYS, omit_defaults=True, kw_only=True, gc=False
+    "CompactAuditRecord", _compact_fields(), rename=AUDIT_KEYS, omit_defaults=True, gc=False
 )
 """An audit record in the compact form (for its JSON Schema)."""
 
