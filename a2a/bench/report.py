@@ -31,7 +31,7 @@ def render(report: BenchReport) -> Group:
             f"{report.latency_p99_us[mode]:.0f}",
             "" if mode == "raw" else f"{report.added_p50_us[mode]:.0f}",
         )
-    cpu = Table(title="CPU per call (µs, 64 in flight; from /proc)", title_justify="left")
+    cpu = Table(title="CPU per call (µs, 64 in flight; each process's CPU-time clock)", title_justify="left")
     for column in ("mode", *PROCESSES, "callee / raw's", "caller / raw's"):
         cpu.add_column(column, justify="right" if column != "mode" else "left")
     raw = report.cpu_us["raw"]
