@@ -8,4 +8,8 @@ __all__ = ["Wire"]
 
 
 class Wire(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
-    """Base of every wire type: camelCase keys, defaults omitted, keyword-only fields."""
+    """Base of every wire type: camelCase keys, defaults omitted.
+
+    ``kw_only`` holds for the fields a class declares itself, not for its subclasses'
+    (msgspec's rule): a subclass that wants them keyword-only says so too.
+    """

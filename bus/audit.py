@@ -30,7 +30,7 @@ __all__ = [
 Side = Literal["caller", "callee"]
 
 
-class AuditRecord(Wire, gc=False):
+class AuditRecord(Wire, gc=False, kw_only=True):
     """Who asked whom to do what, for which user, and how it ended.
 
     The callee writes the record of every request it receives; the caller writes one

@@ -94,36 +94,23 @@ class CallPath:
         self._redaction = ParamRedaction(services, settings.redact_params)
 
     def request(
-        self,
-        target: Target,
-        action: str,
-        params: dict[str, Any] | None,
-        options: CallOptions = DEFAULT,
-        *,
-        parent: Parent | None = None,
-        fan_out: int | None = None,
-    ) -> Coroutine[Any, Any, ResponseEnvelope]:
+        self, target: Target, action: str, params: dict[str, Any] | None, options: CallOptions = DEFAULT,
+        *, parent: Parent | None = None, fan_out: int | None = None,
+    ) -> Coroutine[Any, Any, ResponseEnvelope]:  # fmt: skip
         """Send one request and return its response (again, as ``options.retry`` says).
 
         Without a retry this is the hot path's own coroutine, not one more around it."""
-        if options.retry is None:
-            return self._request(target, action, params, options, parent=parent, fan_out=fan_out)
-        return self._retried(target, action, params, options, parent=parent, fan_out=fan_out)
-
-    async def _retried(
-        self, target: Target, action: str, params: dict[str, Any] | None, options: CallOptions, *,
-        parent: Parent | None, fan_out: int | None,
-    ) -> ResponseEnvelope:  # fmt: skip
         retry = options.retry
-        assert retry is not None
+        if retry is None:
+            return self._request(target, action, params, options, parent=parent, fan_out=fan_out)
         limit = self.settings.default_timeout if options.timeout is None else options.timeout
         if parent is None and options.correlation_id is None:  # every attempt in one call tree
             options = msgspec.structs.replace(options, correlation_id=new_id())
 
-        async def attempt(given: CallOptions) -> ResponseEnvelope:
-            return await self._request(target, action, params, given, parent=parent, fan_out=fan_out)
+        def attempt(given: CallOptions) -> Coroutine[Any, Any, ResponseEnvelope]:
+            return self._request(target, action, params, given, parent=parent, fan_out=fan_out)
 
-        return await retried(retry, options, limit, self.services.clock, attempt)
+        return retried(retry, options, limit, self.services.clock, attempt)
 
     async def _request(
         self, target: Target, action: str, params: dict[str, Any] | None, options: CallOptions, *,

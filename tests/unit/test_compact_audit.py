@@ -107,3 +107,10 @@ async def test_a_runtime_writes_the_compact_form_unless_asked_for_the_full_one(
     assert seen[0].startswith(mark)
     (record,) = decode_records(seen[0], client.bus.subjects.audit("echo"))
     assert (record.target, record.action, record.outcome, record.side) == ("echo", "run", "ok", "callee")
+
+
+def test_a_record_takes_its_fields_by_name_only() -> None:
+    # Its fields' order is the compact form's (required ones first); a caller building one
+    # by position would put values under the wrong names without an error.
+    with pytest.raises(TypeError):
+        AuditRecord("r", "c", "o", "d", "a", 1, 1.5, "ok", "callee")  # type: ignore[call-arg]
