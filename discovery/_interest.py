@@ -35,10 +35,19 @@ class Interest:
         self.agents: dict[str, None] = {}
 
     def covers(self, capabilities: Iterable[str] = (), agents: Iterable[str] = ()) -> bool:
-        """Whether the view follows all of these already."""
+        """Whether the view follows all of these already (asked on every call routed by the
+        view: loops, which cost a third of ``all()`` over generators)."""
         if self.everything:
             return True
-        return all(c in self.capabilities for c in capabilities) and all(a in self.agents for a in agents)
+        followed = self.capabilities
+        for capability in capabilities:
+            if capability not in followed:
+                return False
+        followed = self.agents
+        for agent in agents:  # noqa: SIM110 - as above
+            if agent not in followed:
+                return False
+        return True
 
     def add(self, capabilities: Iterable[str] = (), agents: Iterable[str] = ()) -> Interest | None:
         """Follow these too; returns what is new (to subscribe to and load), or None.
