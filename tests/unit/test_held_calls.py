@@ -186,4 +186,7 @@ async def test_a_request_naming_another_callers_held_call_is_refused_and_that_ca
             while not answers:
                 await anyio.sleep(0.01)
     assert json.loads(answers[0])["payload"]["error"]["code"] == "INVALID_ENVELOPE"
+    with anyio.fail_after(2):  # the callee stops it a moment after its caller gave up
+        while not stopped:
+            await anyio.sleep(0.001)
     assert stopped == ["victim"]  # at its deadline, as if nobody had tried
