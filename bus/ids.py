@@ -11,12 +11,11 @@ less (:func:`serial_id`).
 
 A call takes up to three random ids. One ``os.urandom(16)`` each is a system call each
 (0.5 to 0.7 µs with its hex, measured here); :func:`new_id` cuts them from blocks of 256
-instead (about 0.26 µs). A block is the system's random bytes like any other, only read
+instead (about 0.22 µs). A block is the system's random bytes like any other, only read
 ahead, each byte below 248 taken as one character (``byte % 62``, uniform since 248 is
 4 times 62) and the rest dropped, in one ``bytes.translate``. Which id of which block a
-caller gets comes from one ``next()`` of a counter, a
-single step under the GIL, so threads never share one; a forked child starts on blocks
-of its own.
+caller gets comes from one ``next()`` of a counter, a single step under the GIL, so
+threads never share one; a forked child starts on blocks of its own.
 """
 
 from __future__ import annotations
