@@ -55,10 +55,8 @@ class Asking(RankedEntries):
     def reads_compact(self, agent: str, instance: str | None = None) -> bool:
         """As :meth:`RankedEntries.reads_compact`; for an agent, only once the view follows it
         (False meanwhile: see :meth:`learn`)."""
-        if instance is None:  # follows(agents=(agent,)), inline: this runs on every call
-            interest = self._interest
-            if not (self.ready.is_set() and (interest.everything or agent in interest.agents)):
-                return False
+        if instance is None and not self.follows(agents=(agent,)):
+            return False
         return super().reads_compact(agent, instance)
 
     def learn(self, agent: str) -> None:

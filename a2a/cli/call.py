@@ -53,18 +53,10 @@ def _finite(text: str) -> float:
 def _no_surrogates(value: Any) -> Any:
     """``value`` as parsed, refusing half of a surrogate pair (``"\ud800"``) in a string or key:
     valid to ``json``, but no UTF-8 text can carry it."""
-    if isinstance(value, str):
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            raise ValueError("a string holds half of a surrogate pair") from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _no_surrogates(key)
-            _no_surrogates(item)
-    elif isinstance(value, list):
-        for item in value:
-            _no_surrogates(item)
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise ValueError("a string holds half of a surrogate pair") from None
     return value
 
 
