@@ -26,7 +26,7 @@ time.sleep(60)
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux)")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux process CPU clocks and /proc")
 def test_a_processs_cpu_counts_its_ended_threads_too_finer_than_a_tick() -> None:
     child = subprocess.Popen([sys.executable, "-c", _SPIN], stdout=subprocess.PIPE)
     try:
