@@ -80,12 +80,12 @@ WIRE_TYPES: dict[str, tuple[Any, str]] = {
     "cancel-notice.schema.json": (CancelNotice, "Notice that calls were withdrawn by their caller"),
     "envelope-compact.schema.json": (
         CompactEnvelope,
-        "A2A envelope in the compact form of protocol 1.4 (request or notification)",
+        "A2A envelope in the compact form of protocol 1.4 (request or notification; 1.5 lets c out)",
     ),
     "reply-compact.schema.json": (CompactReply, "Reply to a request in the compact form (protocol 1.4)"),
     "audit-record-compact.schema.json": (
         CompactAuditRecord,
-        "Audit record of one A2A exchange, in the compact form of protocol 1.4",
+        "Audit record of one A2A exchange, in the compact form of protocol 1.4 (1.5 lets c out)",
     ),
 }
 

@@ -4,8 +4,10 @@ A wire object (its JSON Schema is ``schemas/audit-record.schema.json``); the run
 writes and reads these records in ``a2a.stores.audit``. Unless its ``peer_protocol`` is 1.3
 (for readers from before 1.4), a runtime writes them in a compact form
 (``schemas/audit-record-compact.schema.json``): the same fields with the short keys of
-:data:`AUDIT_KEYS`, ``side`` ``callee`` and ``outcome`` ``ok`` left out. Readers take both
-(:func:`decode_audit_line`).
+:data:`AUDIT_KEYS`, ``side`` ``callee`` and ``outcome`` ``ok`` left out, and (unless its
+``peer_protocol`` is 1.4, for readers from before 1.5) the conversation id too when it is
+the request id, as it is on the first hop of a call that names no conversation of its own.
+Readers take every form (:func:`decode_audit_line`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from .compact import copier
 from .errors import Outcome
@@ -39,13 +42,13 @@ class AuditRecord(Wire, gc=False, kw_only=True):
 
     request_id: str
     """The request's own id (each hop has one)."""
-    conversation_id: str
     origin: str
     target: str
     action: str
     started_at: int
     """Milliseconds since the epoch."""
     duration_ms: float
+    conversation_id: str
     outcome: Outcome | Literal["running"]
     """How the call ended; ``running`` on a record of a call still running (not kept)."""
     side: Side
@@ -71,12 +74,12 @@ class AuditRecord(Wire, gc=False, kw_only=True):
 
 AUDIT_KEYS = {
     "request_id": "ri",
-    "conversation_id": "c",
     "origin": "o",
     "target": "d",
     "action": "a",
     "started_at": "ts",
     "duration_ms": "ms",
+    "conversation_id": "c",
     "outcome": "x",
     "side": "sd",
     "hop": "h",
@@ -97,16 +100,18 @@ AUDIT_KEYS = {
 
 
 def _compact_fields() -> list[tuple[str, Any, Any] | tuple[str, Any]]:
-    defaults: dict[str, Any] = {"side": "callee", "outcome": "ok"}
+    defaults: dict[str, Any] = {"side": "callee", "outcome": "ok", "conversation_id": UNSET}
     fields = msgspec.structs.fields(AuditRecord)
     if {f.name for f in fields} != set(AUDIT_KEYS):
         raise TypeError("AUDIT_KEYS do not match the fields of AuditRecord")
     spec: list[tuple[str, Any, Any] | tuple[str, Any]] = []
     for f in fields:
-        default = defaults.get(f.name, f.default)
+        default, tp = defaults.get(f.name, f.default), f.type
         if f.default_factory is not msgspec.NODEFAULT:
             default = f.default_factory()
-        spec.append((f.name, f.type) if default is msgspec.NODEFAULT else (f.name, f.type, default))
+        if default is UNSET:  # left out: inferred by the reader (the request id)
+            tp = tp | UnsetType
+        spec.append((f.name, tp) if default is msgspec.NODEFAULT else (f.name, tp, default))
     return spec
 
 
@@ -123,9 +128,15 @@ _decode_compact = msgspec.json.Decoder(CompactAuditRecord).decode
 _MARK = b'{"ri":'
 
 
-def encode_audit_lines(records: list[AuditRecord]) -> bytes:
-    """Records in the compact form, one JSON object a line."""
-    data: bytes = _encode_lines([_to_compact(r) for r in records])
+def encode_audit_lines(records: list[AuditRecord], *, elide: bool = False) -> bytes:
+    """Records in the compact form, one JSON object a line; with ``elide`` (for readers of
+    1.5), without a conversation id that is the request id."""
+    compact = [_to_compact(r) for r in records]
+    if elide:
+        for record in compact:
+            if record.conversation_id == record.request_id:
+                record.conversation_id = UNSET  # what the reader infers
+    data: bytes = _encode_lines(compact)
     return data
 
 
@@ -136,7 +147,10 @@ def decode_audit_line(line: bytes) -> AuditRecord:
         msgspec.MsgspecError, UnicodeDecodeError, RecursionError, ValueError: not a record.
     """
     if line.lstrip().startswith(_MARK):
-        record: AuditRecord = _from_compact(_decode_compact(line))
+        compact = _decode_compact(line)
+        if compact.conversation_id is UNSET:  # left out: the request's own id
+            compact.conversation_id = compact.request_id
+        record: AuditRecord = _from_compact(compact)
         return record
     full: AuditRecord = _decode(line)
     return full

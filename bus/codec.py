@@ -11,7 +11,14 @@ from .compact import decode_compact, decode_reply, full_path, is_compact
 from .compact import encode_compact as encode_compact
 from .compact import encode_reply as encode_reply
 from .errors import InvalidEnvelope, UnsupportedVersion
-from .wire import COMPACT_VERSION, PROTOCOL_VERSION, SUPPORTED_VERSIONS, Envelope, RequestEnvelope
+from .wire import (
+    COMPACT_VERSION,
+    ELIDING_VERSION,
+    PROTOCOL_VERSION,
+    SUPPORTED_VERSIONS,
+    Envelope,
+    RequestEnvelope,
+)
 
 __all__ = [
     "ENCODE_ERRORS",
@@ -41,6 +48,9 @@ ENCODE_ERRORS = (TypeError, ValueError, RecursionError, msgspec.EncodeError)
 """What encoding a handler's result (any Python value) may raise."""
 
 
+_COMPACT_VERSIONS = (COMPACT_VERSION, ELIDING_VERSION)
+
+
 def decode_envelope(data: bytes) -> Envelope:
     """Decode and validate one envelope, in the full form or the compact one (``bus.compact``).
 
@@ -63,8 +73,8 @@ def decode_answer(data: bytes, request: RequestEnvelope) -> Envelope:
 
 def _either(data: bytes, compact: Callable[[bytes], Envelope]) -> Envelope:
     """``data`` in the full form, or in the compact one as ``compact`` decodes it. A full-form
-    envelope is 1.3 whatever version it names (1.4 is the compact form), so that its
-    answer goes in the form it came in."""
+    envelope is 1.3 whatever version it names (1.4 and 1.5 are the compact form), so that
+    its answer goes in the form it came in."""
     if is_compact(data):
         return _read(compact, data, compact=True)
     try:
@@ -77,7 +87,7 @@ def _either(data: bytes, compact: Callable[[bytes], Envelope]) -> Envelope:
             except InvalidEnvelope:
                 pass
         raise
-    if envelope.protocol_version == COMPACT_VERSION:
+    if envelope.protocol_version in _COMPACT_VERSIONS:
         envelope.protocol_version = PROTOCOL_VERSION
     return envelope
 

@@ -5,10 +5,13 @@ A request or notification in the compact form is the full envelope with every ke
 shortened (:data:`ENVELOPE_KEYS`, :data:`PAYLOAD_KEYS`, :data:`METADATA_KEYS`) and three
 more defaults: ``v`` (protocolVersion) is ``1.4``, ``m.br`` (batchReplies) is true, and
 ``m.dl`` (deadline) is ``ts + ttl`` (written when it is anything else: ``null`` for none
-although there is a ttl).
-The tag is ``t``: ``q`` (request) or ``n`` (notification)::
+although there is a ttl). Readers of 1.5 take a fourth: ``c`` (conversationId) is
+``m.ci``, the call tree's id, which a call from outside any agent that names no conversation
+of its own gets as its conversation's id (a writer leaves ``c`` out only for a receiver that
+announced 1.5: :func:`encode_compact`'s ``elide``; a 1.4 reader refuses the message, naming
+``conversationId``). The tag is ``t``: ``q`` (request) or ``n`` (notification)::
 
-    {"t":"q","i":"…","s":"client","d":"echo","c":"…","p":{"a":"run","in":{"text":"…"}},
+    {"t":"q","i":"…","s":"client","d":"echo","p":{"a":"run","in":{"text":"…"}},
      "m":{"ts":1732252800000,"ci":"…","h":1,"ttl":10000}}
 
 A reply to a compact request is compact too (``t`` is ``r`` for a response, ``e`` for an
@@ -36,6 +39,7 @@ from msgspec import UNSET, UnsetType
 
 from .wire import (
     COMPACT_VERSION,
+    ELIDING_VERSION,
     Envelope,
     ErrorEnvelope,
     ErrorInfo,
@@ -114,6 +118,8 @@ REPLY_KEYS = {
 
 _DEFAULTS: dict[str, Any] = {"protocol_version": COMPACT_VERSION, "batch_replies": True}
 """Fields whose default differs in the compact form (what every runtime sends)."""
+_INFERRED = ("deadline", "conversation_id")
+"""Fields the reader infers when they are left out (UNSET): ``ts + ttl``, the correlation id."""
 
 
 def _mirror(
@@ -132,7 +138,7 @@ def _mirror(
     spec: list[tuple[str, Any, Any]] = []
     for f in fields:
         tp, default = nested.get(f.name, f.type), f.default
-        if f.name == "deadline":  # UNSET: ts + ttl, the deadline every caller sends
+        if f.name in _INFERRED:
             tp, default = tp | UnsetType, UNSET
         elif f.name in _DEFAULTS:
             default = _DEFAULTS[f.name]
@@ -145,9 +151,11 @@ def _mirror(
 _CPayload = _mirror("CompactPayload", Payload, PAYLOAD_KEYS, {})
 _CMetadata = _mirror("CompactMetadata", Metadata, METADATA_KEYS, {})
 _NESTED = {"payload": _CPayload, "metadata": _CMetadata}
-_CRequest = _mirror("CompactRequest", RequestEnvelope, ENVELOPE_KEYS, _NESTED, tag_field="t", tag="q")
+_CRequest = _mirror(
+    "CompactRequest", RequestEnvelope, ENVELOPE_KEYS, _NESTED, tag_field="t", tag="q", kw_only=True
+)
 _CNotification = _mirror(
-    "CompactNotification", NotificationEnvelope, ENVELOPE_KEYS, _NESTED, tag_field="t", tag="n"
+    "CompactNotification", NotificationEnvelope, ENVELOPE_KEYS, _NESTED, tag_field="t", tag="n", kw_only=True
 )
 
 
@@ -217,13 +225,17 @@ def is_compact(data: bytes) -> bool:
     return data.startswith(_MARK)
 
 
-def encode_compact(envelope: RequestEnvelope | NotificationEnvelope) -> bytes:
-    """A request or notification in the compact form (its protocolVersion is 1.4 whatever it says)."""
+def encode_compact(envelope: RequestEnvelope | NotificationEnvelope, *, elide: bool = False) -> bytes:
+    """A request or notification in the compact form (its protocolVersion is 1.4 whatever it
+    says); with ``elide`` (the receiver reads 1.5), without a conversation id that is the
+    correlation id."""
     m = envelope.metadata
     meta = _metadata_to_compact(m)
     if m.deadline == (None if m.ttl_ms is None else m.timestamp + m.ttl_ms):
         meta.deadline = UNSET  # what the reader infers
     compact = _TO_COMPACT[type(envelope)](envelope)
+    if elide and envelope.conversation_id == m.correlation_id:
+        compact.conversation_id = UNSET  # what the reader infers
     compact.payload = _payload_to_compact(envelope.payload)
     compact.metadata = meta
     compact.protocol_version = COMPACT_VERSION
@@ -240,11 +252,15 @@ def decode_compact(data: bytes) -> Envelope:
     """
     compact = _decode_envelope(data)
     meta = _metadata_from_compact(compact.metadata)
+    if compact.conversation_id is UNSET:  # left out (1.5): the call tree's
+        compact.conversation_id = meta.correlation_id
     if meta.deadline is UNSET:
         meta.deadline = None if meta.ttl_ms is None else meta.timestamp + meta.ttl_ms
     envelope: RequestEnvelope | NotificationEnvelope = _FROM_COMPACT[type(compact)](compact)
     envelope.payload = _payload_from_compact(compact.payload)
     envelope.metadata = meta
+    if envelope.protocol_version == ELIDING_VERSION:  # the compact form, as 1.4 names it
+        envelope.protocol_version = COMPACT_VERSION
     return envelope
 
 

@@ -1,23 +1,26 @@
-"""Which form a request travels in: the full one (1.3) or the compact one (1.4, ``bus.compact``).
+"""Which form a request travels in: the full one (1.3) or the compact one (``bus.compact``).
 
 ``Link.peer_protocol`` (``Settings.peer_protocol``) chooses:
 
 - ``auto`` (a runtime's default): compact to a target whose every receiver is known to read
-  1.4, else full. An instance reads it when its registry record says so (``protocolVersion``
-  1.4); an agent, when every instance of it the caller's registry view holds (at least one)
-  does, the view following that agent (:attr:`Forms.readers`, ``LocalView.reads_compact``):
-  an agent the view does not follow yet gets the full form, and once it has answered one,
-  the view follows it (:meth:`Forms.answered`).
-  Without a view, always full.
-- ``1.4``: always compact (every runtime this one calls reads it); ``1.3``: always full.
+  1.5, else full. An instance reads it when its registry record says so (``protocolVersion``
+  1.5 or later); an agent, when every instance of it the caller's registry view holds (at
+  least one) does, the view following that agent (:attr:`Forms.readers`,
+  ``LocalView.reads_compact``): an agent the view does not follow yet gets the full form,
+  and once it has answered one, the view follows it (:meth:`Forms.answered`).
+  Without a view, always full. The compact form then leaves out a conversation id that is
+  the call tree's (1.5); an instance of 1.4 gets the full form.
+- ``1.5``: always compact, as ``auto`` writes it; ``1.4``: always compact, every field
+  written (for peers that read 1.4 only); ``1.3``: always full.
 
 Replies come in the form of their request, whatever this side chose (``bus.answers``).
 
 In ``auto`` a receiver may still read less than the view believes: an instance of an older
 runtime that joined its agent before the view heard of it, or a record that says more than
-its runtime reads. An older runtime answers a compact request with INVALID_ENVELOPE naming
-no request (``inReplyTo`` null) on field ``type`` (it knows no ``t`` tag): it handled
-nothing. The caller then withdraws that request (were the refusal forged by someone else,
+its runtime reads. A runtime before 1.4 answers a compact request with INVALID_ENVELOPE naming
+no request (``inReplyTo`` null) on field ``type`` (it knows no ``t`` tag), one of 1.4 on
+field ``conversationId`` (left out): it handled nothing. The caller then withdraws that
+request (were the refusal forged by someone else,
 the callee stops it), sends it once more in the full form (:meth:`Forms.again`) and sends
 that agent the full form for :data:`FULL_FORM_FOR` seconds. The request goes again under a
 new request id, and so on a new reply subject: the callee keeps its refusal as the answer to
@@ -40,27 +43,31 @@ from .compact import is_compact
 from .errors import InvalidEnvelope
 from .ids import new_id
 from .link import Link
-from .wire import COMPACT_VERSION, ErrorEnvelope, RequestEnvelope
+from .wire import COMPACT_VERSION, ELIDING_VERSION, ErrorEnvelope, RequestEnvelope
 
 __all__ = ["AUTO", "FULL_FORM_FOR", "MAX_REMEMBERED", "Forms", "PeerProtocol", "Readers"]
 
-PeerProtocol = Literal["auto", "1.3", "1.4"]
+PeerProtocol = Literal["auto", "1.3", "1.4", "1.5"]
 AUTO = "auto"
 FULL_FORM_FOR = 300.0
 """Seconds an agent that refused a compact request is sent the full form."""
 MAX_REMEMBERED = 4096
 """Agents remembered as having refused (the oldest forgotten first)."""
+_COMPACT = (COMPACT_VERSION, ELIDING_VERSION)
+_UNREAD = ("type", "conversationId")
+"""Fields an older runtime's refusal of a compact request names: the tag (before 1.4), the
+conversation id 1.5 leaves out (1.4)."""
 
 
 class Readers(Protocol):
     """What says which receivers read the compact form (a registry view)."""
 
     def reads_compact(self, agent: str, instance: str | None = None) -> bool:
-        """Whether ``instance`` (None: every instance of ``agent``) is known to read 1.4."""
+        """Whether ``instance`` (None: every instance of ``agent``) is known to read 1.5."""
         ...
 
     def learn(self, agent: str) -> None:
-        """Find out soon whether every instance of ``agent`` reads 1.4 (follow it)."""
+        """Find out soon whether every instance of ``agent`` reads 1.5 (follow it)."""
         ...
 
 
@@ -70,7 +77,7 @@ class Forms:
     def __init__(self, link: Link) -> None:
         self.link = link
         self.readers: Readers | None = None
-        """In ``auto``: what knows which targets read 1.4 (None: none is known to)."""
+        """In ``auto``: what knows which targets read 1.5 (None: none is known to)."""
         self._refused: dict[str, float] = {}
         """Agent -> until when (monotonic clock) it is sent the full form."""
         self.resent = 0
@@ -86,7 +93,7 @@ class Forms:
         instances), for a caller that knows them without reading its subject."""
         protocol = self.link.peer_protocol
         if protocol != AUTO:
-            return protocol == COMPACT_VERSION
+            return protocol in _COMPACT
         readers = self.readers
         if readers is None:
             return False
@@ -126,7 +133,7 @@ class Forms:
             or error.code != InvalidEnvelope.code
         ):
             return False
-        if (error.details or {}).get("field") != "type":
+        if (error.details or {}).get("field") not in _UNREAD:
             return False  # a bad field, which the full form would have too: its refusal ends the call
         refused = self._refused
         refused.pop(agent := self.link.subjects.agent_of(subject), None)

@@ -31,11 +31,15 @@ from .errors import A2AError, InvalidParams, PayloadTooLarge, Unavailable
 from .protocol import REPLIES_HEADER
 from .subjects import Subjects
 from .tasks import TaskSet
-from .wire import PROTOCOL_VERSION, Envelope
+from .wire import ELIDING_VERSION, PROTOCOL_VERSION, Envelope
 
 __all__ = ["Link"]
 
 log = logging.getLogger("a2a.bus")
+
+
+_ELIDES = ("auto", ELIDING_VERSION)
+"""``peer_protocol`` values under which compact messages leave out what 1.5 lets them."""
 
 
 class Link:
@@ -58,7 +62,8 @@ class Link:
         """Batched replies the transport refused (each logged)."""
         self.peer_protocol = PROTOCOL_VERSION
         """``Settings.peer_protocol``: the form of requests (``bus.forms``) and of audit
-        records (compact, ``bus.audit``, unless 1.3)."""
+        records (compact, ``bus.audit``, unless 1.3; with their conversation ids left out
+        where 1.5 allows it unless 1.4)."""
 
     def _limit(self) -> int:
         limit = self.transport.max_payload
@@ -94,7 +99,10 @@ class Link:
             InvalidParams: something in it cannot be JSON (a lone surrogate in a string, say).
         """
         try:
-            data = codec.encode_compact(envelope) if compact else codec.encode_envelope(envelope)  # type: ignore[arg-type]
+            if compact:  # to a 1.5 reader unless this runtime was told its peers read 1.4 only
+                data = codec.encode_compact(envelope, elide=self.peer_protocol in _ELIDES)  # type: ignore[arg-type]
+            else:
+                data = codec.encode_envelope(envelope)
         except codec.ENCODE_ERRORS as exc:
             raise InvalidParams(f"the request cannot be encoded as JSON: {exc}"[:500]) from None
         if len(data) > self.max_payload:

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_HOPS",
     "DEFAULT_TTL_MS",
+    "ELIDING_VERSION",
     "PROTOCOL_VERSION",
     "SUPPORTED_VERSIONS",
     "Envelope",
@@ -41,12 +42,17 @@ __all__ = [
 # requestId, and correlationId became the id of the whole call tree (before, each hop's own). All
 # additions have defaults, so the seed version (1.0) and every one since decode into the same types.
 # 1.4 is the same envelope in a compact form (short keys, replies that leave out what their request
-# says: ``bus.compact``), sent only to peers known to read it; the full form stays 1.3.
+# says: ``bus.compact``), sent only to peers known to read it; the full form stays 1.3. A 1.5
+# reader also takes a compact request, notification or audit record whose conversationId is left
+# out because it is the call tree's own id (``bus.compact``); such messages still say 1.4.
 PROTOCOL_VERSION = "1.3"
 """The version of the full (camelCase JSON) form this runtime writes."""
 COMPACT_VERSION = "1.4"
 """The version of the compact form (``bus.compact``)."""
-SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "1.1", "1.2", "1.3", "1.4")
+ELIDING_VERSION = "1.5"
+"""The version whose readers take compact messages without a conversationId that names the
+call tree (``bus.compact``); ``auto`` sends the compact form only to them."""
+SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5")
 
 DEFAULT_MAX_HOPS = 10
 DEFAULT_MAX_DEPTH = 5

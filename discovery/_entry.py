@@ -15,7 +15,7 @@ class ViewEntry:
     profile: AgentProfile
     proficiencies: dict[str, float]
     compact: bool = False
-    """The instance reads the compact form of protocol 1.4 (it announced 1.4 or later)."""
+    """The instance reads the compact form as 1.5 writes it (it announced 1.5 or later)."""
 
     @property
     def agent_id(self) -> str:

@@ -17,7 +17,7 @@ from typing import Literal
 
 import anyio
 
-from bus.wire import COMPACT_VERSION
+from bus.wire import ELIDING_VERSION
 
 from ._entry import ViewEntry
 from .profile import AgentProfile, AgentStatus, reads
@@ -49,7 +49,7 @@ class RankedEntries:
         self._per_agent: dict[str, int] = {}
         """Agent name -> how many of its instances are entries."""
         self._full_only: dict[str, int] = {}
-        """Agent name -> how many of its instances read only the full form (before 1.4)."""
+        """Agent name -> how many of its instances are sent the full form (they read less than 1.5)."""
         self._changed: anyio.Event | None = None
         """Set at the next change of the entries, while :meth:`wait_until` waits for one."""
 
@@ -71,7 +71,7 @@ class RankedEntries:
 
     def reads_compact(self, agent: str, instance: str | None = None) -> bool:
         """Whether a request to ``instance`` (None: to any instance of ``agent``) may go in the
-        compact form (``bus.compact``): it announced that it reads 1.4 (without an instance:
+        compact form (``bus.compact``): it announced that it reads 1.5 (without an instance:
         every instance of ``agent`` the entries hold did, and they hold at least one)."""
         if instance is not None:
             entry = self._entries.get(instance)
@@ -249,7 +249,7 @@ class RankedEntries:
         if old is not None:
             self._unindex(old)
             self._count(old.profile.name, -1, old.compact)
-        entry = ViewEntry(profile, profile.proficiencies(), reads(profile.protocol_version, COMPACT_VERSION))
+        entry = ViewEntry(profile, profile.proficiencies(), reads(profile.protocol_version, ELIDING_VERSION))
         self._count(profile.name, 1, entry.compact)
         self._entries[profile.agent_id] = entry
         for cap, proficiency in entry.proficiencies.items():

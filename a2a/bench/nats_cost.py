@@ -3,9 +3,10 @@
 ``python -m a2a.bench.nats_cost`` starts its own nats-server (with monitoring) and Redis,
 hosts an echo agent in one runtime and calls it from another: by name and by capability,
 one call at a time and 64 in flight, with the audit on and off, requests in the full form
-(``wire`` 1.3), in the compact one (1.4, ``Settings.peer_protocol``) and as the default
-``auto`` chooses (compact to these agents, which announce 1.4; audit records compact), and an agent taking
-one call at a time (each call flips it busy and back). Each line is one case, per call:
+(``wire`` 1.3), in the compact one with every field (1.4, ``Settings.peer_protocol``), without
+a conversation id that is the call tree's (1.5) and as the default ``auto`` chooses (1.5 to
+these agents, which announce it; audit records alike), and an agent taking one call at a time
+(each call flips it busy and back). Each line is one case, per call:
 messages and bytes into and out of nats-server, and Redis's CPU, FCALLs and PUBLISHes
 (the heartbeats state changes bring forward; the background heartbeats of the two
 instances are included).
@@ -69,7 +70,7 @@ async def _redis(client: aioredis.Redis) -> dict[str, float]:
 
 
 async def _cases(
-    nats_url: str, redis_url: str, monitor: int, audit: bool, wire: Literal["auto", "1.3", "1.4"]
+    nats_url: str, redis_url: str, monitor: int, audit: bool, wire: Literal["auto", "1.3", "1.4", "1.5"]
 ) -> list[dict[str, Any]]:
     namespace = f"cost{int(audit)}{wire.replace('.', '')}"
     settings = Settings(
@@ -112,7 +113,7 @@ def measure() -> list[dict[str, Any]]:
         return [
             row
             for audit in (True, False)
-            for wire in ("auto", "1.3", "1.4")
+            for wire in ("auto", "1.3", "1.4", "1.5")
             for row in anyio.run(_cases, nats.url, redis.url, monitor, audit, wire)
         ]
 

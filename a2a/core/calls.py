@@ -105,7 +105,8 @@ class CallPath:
             return self._request(target, action, params, options, parent=parent, fan_out=fan_out)
         limit = self.settings.default_timeout if options.timeout is None else options.timeout
         if parent is None and options.correlation_id is None:  # every attempt in one call tree
-            options = msgspec.structs.replace(options, correlation_id=new_id())
+            tree, replace = new_id(), msgspec.structs.replace
+            options = replace(options, correlation_id=tree, conversation_id=options.conversation(tree))
 
         def attempt(given: CallOptions) -> Coroutine[Any, Any, ResponseEnvelope]:
             return self._request(target, action, params, given, parent=parent, fan_out=fan_out)
@@ -236,9 +237,9 @@ class CallPath:
             message_id=new_id(),
             source_agent_id=source,
             target_agent_id=list(route.each) if route.each else route.agent or str(route),
-            conversation_id=parent.request.conversation_id
-            if parent
-            else (options.conversation_id or new_id()),
+            conversation_id=options.conversation(meta.correlation_id)
+            if parent is None
+            else parent.request.conversation_id,
             protocol_version=PROTOCOL_VERSION,
             payload=Payload(action=action, parameters=params),
             metadata=meta,
@@ -377,7 +378,7 @@ class CallPath:
     ) -> None:
         """Publish a notification (one hop more than its parent), its ``params`` redacted."""
         meta = self._metadata(parent, DEFAULT, self.settings.default_timeout, batch_replies=False)
-        conversation = parent.request.conversation_id if parent else new_id()
+        conversation = parent.request.conversation_id if parent else meta.correlation_id
         source = parent.agent if parent else self.client
         params = self._redaction.apply(params, source, parent.redact_params if parent else False)
         env = NotificationEnvelope(

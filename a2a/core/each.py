@@ -27,11 +27,8 @@ def group_of(target: Target) -> Route | None:
 def one_tree(options: CallOptions) -> CallOptions:
     """``options`` under which calls from outside any agent to each member of a group share
     one conversation and one call tree (an agent's calls share its own)."""
-    return msgspec.structs.replace(
-        options,
-        conversation_id=options.conversation_id or new_id(),
-        correlation_id=options.correlation_id or new_id(),
-    )
+    tree = options.correlation_id or new_id()
+    return msgspec.structs.replace(options, conversation_id=options.conversation(tree), correlation_id=tree)
 
 
 async def gather_each(route: Route, send: Callable[[Route], Awaitable[ResponseEnvelope]]) -> list[Any]:

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from bus.handoff import Delegation, Grants
+from bus.ids import new_id
 from bus.wire import Orchestration, Priority
 
 from .retry import Retry
@@ -51,6 +52,14 @@ class CallOptions(msgspec.Struct, frozen=True, kw_only=True):
     """Redact the parameters before they leave (None: the calling agent's choice, else the runtime's)."""
     retry: Retry | None = None
     """Send the call again after an error that is safe to retry (:class:`a2a.core.retry.Retry`)."""
+
+    def conversation(self, tree: str) -> str:
+        """The conversation of a call from outside any agent whose call tree is ``tree``: the
+        one named, else a new one, which is the tree's own id when the tree is new too
+        (neither its id nor the request's was given; the compact form then leaves it out)."""
+        if self.conversation_id:
+            return self.conversation_id
+        return tree if self.correlation_id is None and self.request_id is None else new_id()
 
 
 DEFAULT = CallOptions()

@@ -89,7 +89,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     (CYCLE_DETECTED); 0: only an objective still in progress is."""
     max_payload: int | None = None
     """Refuse envelopes above this many bytes (the server's max_payload always applies)."""
-    peer_protocol: Literal["auto", "1.3", "1.4"] = "auto"  # requests' form (bus.forms); 1.3: audit's too
+    peer_protocol: Literal["auto", "1.3", "1.4", "1.5"] = "auto"  # requests' and audit's form (bus.forms)
     client_name: str = "client"
     """sourceAgentId of calls made from outside any agent (scripts, the CLI)."""
     roster: str | None = None

@@ -1,5 +1,5 @@
 """Which form a caller in "auto" (the default) sends, through a real nats-server and Redis:
-compact to agents whose every instance announces 1.4 in the registry, full to the others,
+compact to agents whose every instance announces 1.5 in the registry, full to the others,
 and the full form again, once, after an older runtime refuses a compact request."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from a2a.core import hosting
 from a2a.errors import A2AError
 from bus import codec
 from bus.answers import error_to
+from bus.compact import full_path, is_compact
 from bus.errors import InvalidEnvelope
 from bus.wire import Envelope
 from discovery import AgentProfile
@@ -78,41 +79,53 @@ def _before_1_4(profile: AgentProfile) -> AgentProfile:
     return msgspec.convert(fields, AgentProfile)
 
 
-async def test_auto_sends_compact_to_agents_announcing_1_4_and_full_to_older_ones(
+def _at_1_4(profile: AgentProfile) -> AgentProfile:
+    """The record a runtime of 1.4 wrote."""
+    return msgspec.structs.replace(profile, protocol_version="1.4")
+
+
+async def test_auto_sends_compact_to_agents_announcing_1_5_and_full_to_older_ones(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """1.5 readers get the compact form without the conversation id (a new conversation's is
+    its call tree's); a 1.4 reader, which requires it, and one before 1.4 get the full form."""
     new, _ = _agent("echo", "test.new")
     old, _ = _agent("older", "test.old")
+    mid, _ = _agent("mid", "test.mid")
     announce = hosting.AgentHost.profile
 
-    def as_before_1_4(host: hosting.AgentHost) -> Any:
-        """A runtime before 1.4 wrote no protocolVersion in its records."""
+    def as_older(host: hosting.AgentHost) -> Any:
         profile = announce(host)
-        return _before_1_4(profile) if host.agent.name == "older" else profile
+        name = host.agent.name
+        return _before_1_4(profile) if name == "older" else _at_1_4(profile) if name == "mid" else profile
 
-    monkeypatch.setattr(hosting.AgentHost, "profile", as_before_1_4)
+    monkeypatch.setattr(hosting.AgentHost, "profile", as_older)
     observer, wire = await _watch(settings, "echo")
-    old_wire = Wire(settings.namespace, "older")
+    old_wire, mid_wire = Wire(settings.namespace, "older"), Wire(settings.namespace, "mid")
     await observer.subscribe(f"a2a.{settings.namespace}.>", old_wire)
+    await observer.subscribe(f"a2a.{settings.namespace}.>", mid_wire)
     await observer.flush()
     try:
         async with Runtime(settings) as server, Runtime(settings) as client:
             assert client.settings.peer_protocol == "auto"
-            await server.serve(new, old)
-            await client.wait_for_agents(["echo", "older"], timeout=10)
+            await server.serve(new, old, mid)
+            await client.wait_for_agents(["echo", "older", "mid"], timeout=10)
             records = await _records(settings)
-            assert '"protocolVersion":"1.4"' in records["echo"]
+            assert '"protocolVersion":"1.5"' in records["echo"]
+            assert '"protocolVersion":"1.4"' in records["mid"]
             assert "protocolVersion" not in records["older"]
             assert (await client.call("echo", "run", {"n": 1}))["version"] == "1.4"
             assert (await client.call(by_capability("test.new"), "run", {"n": 2}))["version"] == "1.4"
-            assert (await client.call("older", "run", {"n": 3}))["version"] == "1.3"
-            assert (await client.call(by_capability("test.old"), "run", {"n": 4}))["version"] == "1.3"
+            for agent, capability in (("older", "test.old"), ("mid", "test.mid")):
+                assert (await client.call(agent, "run", {"n": 3}))["version"] == "1.3"
+                assert (await client.call(by_capability(capability), "run", {"n": 4}))["version"] == "1.3"
             await observer.flush()
             assert client.bus.caller.forms.resent == 0
     finally:
         await observer.aclose()
     assert wire.forms() == ["compact", "compact"]
-    assert old_wire.forms() == ["full", "full"]
+    assert all(b'"c":' not in data for data in wire.requests)
+    assert old_wire.forms() == mid_wire.forms() == ["full", "full"]
 
 
 async def test_one_older_instance_keeps_calls_to_its_agent_by_name_in_the_full_form(
@@ -166,8 +179,22 @@ def _reads_1_3_only(data: bytes) -> Envelope:
         raise InvalidEnvelope(f"malformed envelope: {exc}", details={"field": "$"}) from None
 
 
+def _reads_1_4(data: bytes) -> Envelope:
+    """The envelope decoder of a 1.4 runtime: a compact message without a conversation id
+    is refused as 1.4 refused it (its ``c`` was required); the rest is read as here."""
+    if is_compact(data) and "c" not in msgspec.json.decode(data):
+        raise InvalidEnvelope(
+            "invalid envelope: Object missing required field `c`", details={"field": full_path("c")}
+        )
+    return _DECODE(data)
+
+
+_DECODE = codec.decode_envelope
+
+
+@pytest.mark.parametrize("older", [_reads_1_3_only, _reads_1_4], ids=["before 1.4", "1.4"])
 async def test_a_compact_request_an_older_runtime_refuses_is_answered_in_the_full_form_once(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, older: Any
 ) -> None:
     """An instance that reads less than its record says (as an older one the caller's view has
     not heard of yet) refuses the compact request unread: it goes again in the full form,
@@ -179,9 +206,9 @@ async def test_a_compact_request_an_older_runtime_refuses_is_answered_in_the_ful
             (host,) = await server.serve(agent)
             await client.wait_for_agents(["legacy"], timeout=10)
             assert client.view is not None and client.view.reads_compact("legacy")
-            # From here the callee decodes as a runtime before 1.4 did (the caller decodes
+            # From here the callee decodes as an older runtime did (the caller decodes
             # only full-form replies from it, which that decoder reads as this one does).
-            monkeypatch.setattr(codec, "decode_envelope", _reads_1_3_only)
+            monkeypatch.setattr(codec, "decode_envelope", older)
             assert await client.call("legacy", "run", {"n": 1}) == {"n": 1, "version": "1.3"}
             assert await client.call("legacy", "run", {"n": 2}) == {"n": 2, "version": "1.3"}
             await observer.flush()
@@ -195,6 +222,8 @@ async def test_a_compact_request_an_older_runtime_refuses_is_answered_in_the_ful
     first, again = (msgspec.json.decode(d) for d in wire.requests[:2])
     assert again["metadata"]["requestId"] != first["m"].get("ri", first["m"]["ci"])
     assert again["metadata"]["correlationId"] == first["m"]["ci"]
+    # The compact form left out the conversation id, the call tree's; the full one has it.
+    assert "c" not in first and again["conversationId"] == first["m"]["ci"]
 
 
 async def test_a_request_a_new_runtime_refuses_ends_with_its_typed_error_unsent_again(

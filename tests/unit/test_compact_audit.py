@@ -1,5 +1,6 @@
 """Audit records in the compact form of protocol 1.4: every field survives, readers take
-both forms, and a runtime writes the compact one unless its ``peer_protocol`` is 1.3."""
+both forms, and a runtime writes the compact one unless its ``peer_protocol`` is 1.3, leaving
+out (1.5) a conversation id that is the request id unless its ``peer_protocol`` is 1.4."""
 
 from __future__ import annotations
 
@@ -78,11 +79,27 @@ def test_readers_take_both_forms_in_one_batch_and_still_check_the_author() -> No
     assert decode_records(data, "a2a.ns.audit.echo") == [answered, late]
 
 
+def test_a_conversation_id_that_is_the_request_id_is_left_out_for_readers_of_1_5() -> None:
+    first_hop = msgspec.structs.replace(everything(), conversation_id="r1")
+    later_hop = everything()
+    (kept,) = encode_audit_lines([first_hop]).splitlines()
+    (left_out, other) = encode_audit_lines([first_hop, later_hop], elide=True).splitlines()
+    assert b'"c":"r1"' in kept and b'"c"' not in left_out and b'"c":"c1"' in other
+    assert len(kept) - len(left_out) == len(b',"c":"r1"')
+    assert [decode_audit_line(line) for line in (kept, left_out, other)] == [first_hop, first_hop, later_hop]
+
+
 @pytest.mark.parametrize(
-    ("version", "mark"), [("1.3", b'{"requestId":'), ("1.4", b'{"ri":'), ("auto", b'{"ri":')]
+    ("version", "mark", "conversation"),
+    [
+        ("1.3", b'{"requestId":', True),
+        ("1.4", b'{"ri":', True),
+        ("1.5", b'{"ri":', False),
+        ("auto", b'{"ri":', False),
+    ],
 )
 async def test_a_runtime_writes_the_compact_form_unless_asked_for_the_full_one(
-    make_runtime: MakeRuntime, version: str, mark: bytes
+    make_runtime: MakeRuntime, version: str, mark: bytes, conversation: bool
 ) -> None:
     echo = Agent("echo")
 
@@ -107,6 +124,9 @@ async def test_a_runtime_writes_the_compact_form_unless_asked_for_the_full_one(
     assert seen[0].startswith(mark)
     (record,) = decode_records(seen[0], client.bus.subjects.audit("echo"))
     assert (record.target, record.action, record.outcome, record.side) == ("echo", "run", "ok", "callee")
+    # A call from outside naming no conversation: its conversation is its call tree's id.
+    assert record.conversation_id == record.request_id
+    assert (b'"c":' in seen[0] or b'"conversationId":' in seen[0]) is conversation
 
 
 def test_a_record_takes_its_fields_by_name_only() -> None:

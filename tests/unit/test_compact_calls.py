@@ -253,6 +253,7 @@ async def test_a_request_to_several_agents_gets_each_ones_reply(make_runtime: Ma
 
 
 def test_the_setting_takes_the_versions_it_knows() -> None:
+    assert Settings.from_env({"A2A_PEER_PROTOCOL": "1.5"}).peer_protocol == "1.5"
     assert Settings.from_env({"A2A_PEER_PROTOCOL": "1.4"}).peer_protocol == "1.4"
     assert Settings.from_env({"A2A_PEER_PROTOCOL": "1.3"}).peer_protocol == "1.3"
     assert Settings.from_env({}).peer_protocol == "auto"

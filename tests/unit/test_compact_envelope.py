@@ -1,5 +1,6 @@
 """The compact form of protocol 1.4 (``bus.compact``): every field survives it, replies are
-completed from their requests, and a 64-byte echo call fits in far fewer bytes."""
+completed from their requests, a conversation id that is the call tree's is left out for
+readers of 1.5, and a 64-byte echo call fits in far fewer bytes."""
 
 from __future__ import annotations
 
@@ -88,17 +89,19 @@ def everything() -> RequestEnvelope:
 
 
 def echo_request() -> RequestEnvelope:
-    """The request a runtime sends for ``call("echo", "run", {"text": "x" * 64}, timeout=10)``."""
+    """The request a runtime sends for ``call("echo", "run", {"text": "x" * 64}, timeout=10)``:
+    a new conversation, whose id is its call tree's."""
+    tree = new_id()
     return RequestEnvelope(
         message_id=new_id(),
         source_agent_id="client",
         target_agent_id="echo",
-        conversation_id=new_id(),
+        conversation_id=tree,
         protocol_version=PROTOCOL_VERSION,
         payload=Payload(action="run", parameters={"text": "x" * 64}),
         metadata=Metadata(
             timestamp=T0,
-            correlation_id=new_id(),
+            correlation_id=tree,
             hop_count=1,
             ttl_ms=10_000,
             deadline=T0 + 10_000,
@@ -164,6 +167,45 @@ def test_defaults_of_the_compact_form_still_travel_when_not_taken() -> None:
     assert b'"br":false' in data and b'"v"' not in data
     assert as_compact(sent).metadata.batch_replies is False
     assert b'"br"' not in encode_compact(echo_request())  # true: the compact default
+
+
+@pytest.mark.parametrize("kind", [RequestEnvelope, NotificationEnvelope])
+def test_a_conversation_id_that_is_the_call_trees_is_left_out_for_readers_of_1_5(kind: type) -> None:
+    r = echo_request()
+    sent = kind(**{f: getattr(r, f) for f in r.__struct_fields__})
+    kept, left_out = encode_compact(sent), encode_compact(sent, elide=True)
+    assert f'"c":"{sent.conversation_id}"'.encode() in kept
+    assert b'"c"' not in left_out and b'"v"' not in left_out
+    assert len(kept) - len(left_out) == len(f',"c":"{sent.conversation_id}"')
+    for data in (kept, left_out):
+        got = codec.decode_envelope(data)
+        assert type(got) is kind
+        assert got == msgspec.structs.replace(sent, protocol_version=COMPACT_VERSION)
+    # Another conversation than the tree's travels whatever the receiver reads.
+    other = msgspec.structs.replace(sent, conversation_id="thread-7")
+    assert b'"c":"thread-7"' in encode_compact(other, elide=True)
+    assert codec.decode_envelope(encode_compact(other, elide=True)).conversation_id == "thread-7"
+
+
+def test_an_empty_conversation_id_is_refused_not_taken_for_one_left_out() -> None:
+    data = encode_compact(echo_request()).replace(b'"c":"', b'"c":"",  "x":"', 1)
+    with pytest.raises(InvalidEnvelope) as info:
+        codec.decode_envelope(data)
+    assert info.value.details["field"] == "conversationId"
+
+
+def test_a_message_naming_1_5_is_the_compact_form_answered_compact() -> None:
+    """A 1.5 message says 1.4 (``v`` left out); one that says 1.5 anyway is read alike, and a
+    full-form envelope saying 1.5 is read and answered as 1.3."""
+    fields = json.loads(encode_compact(echo_request(), elide=True))
+    fields["v"] = "1.5"
+    request = codec.decode_envelope(json.dumps(fields).encode())
+    assert isinstance(request, RequestEnvelope) and request.protocol_version == COMPACT_VERSION
+    assert encode_response(request, "echo", {"text": "x"}, None).startswith(b'{"t":"r"')
+    full = json.loads(codec.encode_envelope(echo_request()))
+    full["protocolVersion"] = "1.5"
+    request = codec.decode_envelope(json.dumps(full).encode())
+    assert isinstance(request, RequestEnvelope) and request.protocol_version == PROTOCOL_VERSION
 
 
 def test_every_field_has_one_short_key() -> None:
@@ -324,18 +366,19 @@ def test_a_64_byte_echo_call_fits_in_about_half_the_bytes() -> None:
     full = len(codec.encode_envelope(request)) + len(
         codec.encode_envelope(response_to(request, "echo", {"text": "x" * 64}, None))
     )
-    compact_request = encode_compact(request)
-    read = as_compact(request)
+    compact_request = encode_compact(request, elide=True)
+    read = codec.decode_envelope(compact_request)
+    assert isinstance(read, RequestEnvelope)
     reply = encode_answer(response_to(read, "echo", {"text": "x" * 64}, None), read)
     reply_id = serial_id()  # a reply's own id: shorter than the request's ids
     assert len(reply_id) <= 15
     assert full >= 800  # 467 + 437 before the compact form and 22-character ids
-    assert len(compact_request) <= 265
+    assert len(compact_request) <= 235  # 263 with its conversation id (1.4)
     assert len(reply) <= 165
     # 64 calls in flight: replies travel in batches, one line per reply with its call's id.
     batch_line = len(request.metadata.key) + 1 + len(reply)
-    assert len(compact_request) + len(reply) <= 430
-    assert len(compact_request) + batch_line <= 455
+    assert len(compact_request) + len(reply) <= 395
+    assert len(compact_request) + batch_line <= 420
 
 
 @pytest.mark.parametrize("compact", [True, False])

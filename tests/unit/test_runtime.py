@@ -22,7 +22,7 @@ from a2a.errors import (
 )
 from a2a.testing import TestBroker
 from bus import codec
-from bus.wire import COMPACT_VERSION, PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope
+from bus.wire import COMPACT_VERSION, ELIDING_VERSION, PROTOCOL_VERSION, Metadata, Payload, RequestEnvelope
 from tests.agents import echo, relay
 from tests.helpers import raw_exchange
 
@@ -280,6 +280,7 @@ async def test_unsupported_versions_are_refused_naming_the_supported_ones(
         "1.2",
         PROTOCOL_VERSION,
         COMPACT_VERSION,
+        ELIDING_VERSION,
     ]
 
 

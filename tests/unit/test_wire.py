@@ -146,12 +146,12 @@ def test_malformed_bytes_are_invalid_envelopes(raw: bytes) -> None:
 
 
 def test_the_seed_version_and_every_one_since_are_accepted() -> None:
-    for version in ("1.0", "1.1", "1.2", PROTOCOL_VERSION, "1.4"):
+    for version in ("1.0", "1.1", "1.2", PROTOCOL_VERSION, "1.4", "1.5"):
         codec.ensure_supported_version(request(protocol_version=version))
     for version in ("2.0", "0.9", "banana"):
         with pytest.raises(UnsupportedVersion) as info:
             codec.ensure_supported_version(request(protocol_version=version))
-        assert info.value.details["supported"] == ["1.0", "1.1", "1.2", "1.3", "1.4"]
+        assert info.value.details["supported"] == ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]
 
 
 def test_checked_in_schemas_match_the_types() -> None:
