@@ -12,10 +12,10 @@ Readers take every form (:func:`decode_audit_line`).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Meta, UnsetType
 
 from .compact import copier
 from .errors import Outcome
@@ -110,7 +110,7 @@ def _compact_fields() -> list[tuple[str, Any, Any] | tuple[str, Any]]:
         if f.default_factory is not msgspec.NODEFAULT:
             default = f.default_factory()
         if default is UNSET:  # left out: inferred by the reader (the request id)
-            tp = tp | UnsetType
+            tp = Annotated[tp, Meta(description="Left out (1.5) when it is ri, the request id.")] | UnsetType
         spec.append((f.name, tp) if default is msgspec.NODEFAULT else (f.name, tp, default))
     return spec
 

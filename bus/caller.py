@@ -153,7 +153,7 @@ class Caller:
             if (
                 compact
                 and not slot.resent
-                and self.forms.refused(outcome, subject)
+                and self.forms.refused(outcome, subject, envelope)
                 and (left := slot.deadline - loop.time()) > 0
             ):  # an older runtime could not read it, and handled nothing: the full form
                 with anyio.CancelScope(shield=True):  # were it anyone else's refusal: the first stops

@@ -7,9 +7,9 @@ more defaults: ``v`` (protocolVersion) is ``1.4``, ``m.br`` (batchReplies) is tr
 ``m.dl`` (deadline) is ``ts + ttl`` (written when it is anything else: ``null`` for none
 although there is a ttl). Readers of 1.5 take a fourth: ``c`` (conversationId) is
 ``m.ci``, the call tree's id, which a call from outside any agent that names no conversation
-of its own gets as its conversation's id (a writer leaves ``c`` out only for a receiver that
-announced 1.5: :func:`encode_compact`'s ``elide``; a 1.4 reader refuses the message, naming
-``conversationId``). The tag is ``t``: ``q`` (request) or ``n`` (notification)::
+of its own gets as its conversation's id (:func:`encode_compact`'s ``elide``: in ``auto``
+only for a receiver that announced 1.5, always under ``peer_protocol`` 1.5; a 1.4 reader
+refuses the message, naming ``conversationId``). The tag is ``t``: ``q`` (request) or ``n`` (notification)::
 
     {"t":"q","i":"…","s":"client","d":"echo","p":{"a":"run","in":{"text":"…"}},
      "m":{"ts":1732252800000,"ci":"…","h":1,"ttl":10000}}
@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Meta, UnsetType
 
 from .wire import (
     COMPACT_VERSION,
@@ -118,8 +118,11 @@ REPLY_KEYS = {
 
 _DEFAULTS: dict[str, Any] = {"protocol_version": COMPACT_VERSION, "batch_replies": True}
 """Fields whose default differs in the compact form (what every runtime sends)."""
-_INFERRED = ("deadline", "conversation_id")
-"""Fields the reader infers when they are left out (UNSET): ``ts + ttl``, the correlation id."""
+_INFERRED = {
+    "deadline": "Left out when it is ts + ttl.",
+    "conversation_id": "Left out (1.5) when it is m.ci, the call tree's id.",
+}
+"""Fields the reader infers when they are left out (UNSET), and what it takes (the schema says)."""
 
 
 def _mirror(
@@ -139,7 +142,7 @@ def _mirror(
     for f in fields:
         tp, default = nested.get(f.name, f.type), f.default
         if f.name in _INFERRED:
-            tp, default = tp | UnsetType, UNSET
+            tp, default = Annotated[tp, Meta(description=_INFERRED[f.name])] | UnsetType, UNSET
         elif f.name in _DEFAULTS:
             default = _DEFAULTS[f.name]
         elif f.default_factory is not msgspec.NODEFAULT:
@@ -151,11 +154,9 @@ def _mirror(
 _CPayload = _mirror("CompactPayload", Payload, PAYLOAD_KEYS, {})
 _CMetadata = _mirror("CompactMetadata", Metadata, METADATA_KEYS, {})
 _NESTED = {"payload": _CPayload, "metadata": _CMetadata}
-_CRequest = _mirror(
-    "CompactRequest", RequestEnvelope, ENVELOPE_KEYS, _NESTED, tag_field="t", tag="q", kw_only=True
-)
+_CRequest = _mirror("CompactRequest", RequestEnvelope, ENVELOPE_KEYS, _NESTED, tag_field="t", tag="q")
 _CNotification = _mirror(
-    "CompactNotification", NotificationEnvelope, ENVELOPE_KEYS, _NESTED, tag_field="t", tag="n", kw_only=True
+    "CompactNotification", NotificationEnvelope, ENVELOPE_KEYS, _NESTED, tag_field="t", tag="n"
 )
 
 

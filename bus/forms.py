@@ -54,9 +54,6 @@ FULL_FORM_FOR = 300.0
 MAX_REMEMBERED = 4096
 """Agents remembered as having refused (the oldest forgotten first)."""
 _COMPACT = (COMPACT_VERSION, ELIDING_VERSION)
-_UNREAD = ("type", "conversationId")
-"""Fields an older runtime's refusal of a compact request names: the tag (before 1.4), the
-conversation id 1.5 leaves out (1.4)."""
 
 
 class Readers(Protocol):
@@ -114,11 +111,12 @@ class Forms:
             if subjects.instance_of(subject) is None and (agent := subjects.agent_of(subject)):
                 readers.learn(agent)
 
-    def refused(self, data: bytes, subject: str) -> bool:
-        """Whether ``data``, the answer to a compact request sent to ``subject`` in ``auto``,
-        is an older runtime's refusal of what it could not read (INVALID_ENVELOPE naming no
-        request, on field ``type``: it read no tag it knows); the agent is then sent the full
-        form for :data:`FULL_FORM_FOR` seconds."""
+    def refused(self, data: bytes, subject: str, request: RequestEnvelope) -> bool:
+        """Whether ``data``, the answer to the compact ``request`` sent to ``subject`` in
+        ``auto``, is an older runtime's refusal of what it could not read (INVALID_ENVELOPE
+        naming no request, on field ``type``: it read no tag it knows; or, when the request
+        left its conversation id out, on that field: a 1.4 reader); the agent is then sent
+        the full form for :data:`FULL_FORM_FOR` seconds."""
         if self.link.peer_protocol != AUTO or is_compact(data):
             return False
         try:
@@ -133,7 +131,9 @@ class Forms:
             or error.code != InvalidEnvelope.code
         ):
             return False
-        if (error.details or {}).get("field") not in _UNREAD:
+        field = (error.details or {}).get("field")
+        left_out = request.conversation_id == request.metadata.correlation_id  # as auto writes it
+        if field != "type" and (field != "conversationId" or not left_out):
             return False  # a bad field, which the full form would have too: its refusal ends the call
         refused = self._refused
         refused.pop(agent := self.link.subjects.agent_of(subject), None)

@@ -152,10 +152,11 @@ class _EnvelopeBase(Wire, tag_field="type"):
     message_id: NonEmpty
     source_agent_id: NonEmpty
     target_agent_id: NonEmpty | list[NonEmpty]
-    conversation_id: NonEmpty
     payload: Payload
     metadata: Metadata
     protocol_version: NonEmpty
+    conversation_id: NonEmpty
+    """After the fields the compact form always writes: there it may be left out (1.5)."""
     in_reply_to: str | None = None
     required_capabilities: list[str] | None = None
     user_id: Annotated[str, Meta(max_length=256)] | None = None

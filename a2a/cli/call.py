@@ -143,6 +143,8 @@ class _Shown:
 
 
 def _ids(conversation: str, request: str) -> str:
+    if conversation == request:  # a new conversation, named after its call
+        return f"conversation and request {request}"
     return f"conversation {conversation}  request {request}"
 
 
@@ -160,7 +162,8 @@ def cmd_call(args: argparse.Namespace) -> int:
     target, action = call_target(args)
     params = parse_params(args.params)
     settings = settings_from(args, client_name="cli")
-    conversation, request = args.conversation or new_id(), new_id()
+    request = new_id()
+    conversation = args.conversation or request
     shown = _Shown(args.quiet or args.json, conversation, request)
     options = CallOptions(
         timeout=args.timeout,

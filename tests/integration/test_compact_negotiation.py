@@ -239,12 +239,17 @@ async def test_a_request_a_new_runtime_refuses_ends_with_its_typed_error_unsent_
                 await client.call("strict", "r" * 300, {})  # an action name longer than 256
             assert info.value.code == "INVALID_ENVELOPE"
             assert info.value.details["field"] == "payload.action"
+            # A conversation id it refuses was written, not left out: no older runtime's refusal.
+            with pytest.raises(A2AError) as info:
+                await client.call("strict", "run", {"n": 0}, conversation_id="c" * 300)
+            assert info.value.code == "INVALID_ENVELOPE"
+            assert info.value.details["field"] == "conversationId"
             assert await client.call("strict", "run", {"n": 1}) == {"n": 1, "version": "1.4"}
             await observer.flush()
     finally:
         await observer.aclose()
     assert ran == [{"n": 1}]
-    assert wire.forms() == ["compact", "compact"]  # the full form would be refused alike
+    assert wire.forms() == ["compact"] * 3  # the full form would be refused alike
     assert client.bus.caller.forms.resent == 0
 
 
