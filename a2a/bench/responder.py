@@ -1,9 +1,11 @@
 """The other process of ``a2a bench``: a raw nats-py echo responder and a runtime echo agent.
 
 All answer in the same process and event loop, so the raw and runtime measurements
-share every condition but the code under test: the raw responder, an echo agent with the
-defaults (audit and history capture on), one with the audit off, one with both off, and one
-with the audit on and capture off.
+share every condition but the code under test: the raw responder, the envelope floor (a
+raw nats-py responder that decodes each compact request and answers with a compact
+response, nothing else: what any envelope costs before a single check), an echo agent with
+the defaults (audit and history capture on), one with the audit off, one with both off, and
+one with the audit on and capture off.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..core.agent import Agent
 from ..core.context import Context
 from ..core.runtime import Runtime
 from ..core.settings import Settings
+from .floor import envelope_subject, floor_respond
 
 __all__ = ["ECHO_CAPABILITY", "echo_agent", "raw_subject"]
 
@@ -52,6 +55,7 @@ async def serve(nats_url: str, redis_url: str, namespace: str) -> None:
         await msg.respond(msg.data)
 
     await nc.subscribe(raw_subject(namespace), cb=respond)
+    await nc.subscribe(envelope_subject(namespace), cb=floor_respond)
     settings = Settings(nats_url=nats_url, redis_url=redis_url, namespace=namespace)
     quiet = Settings(nats_url=nats_url, redis_url=redis_url, namespace=namespace, audit=False)
     bare = Settings(

@@ -33,6 +33,7 @@ from ..core.settings import Settings
 from ..dev.servers import NatsServer, RedisServer
 from ..processes import die_with_parent
 from .cpu import process_cpu
+from .floor import envelope_subject, floor_call
 from .responder import ECHO_CAPABILITY, raw_subject
 
 __all__ = ["DISTURBED", "MODES", "PROCESSES", "BenchConfig", "BenchReport", "calibrate", "run_bench"]
@@ -46,6 +47,7 @@ SETTLE = 0.3
 """Seconds a throughput window waits after its last call before it reads the processes' CPU."""
 MODES = {
     "raw": "raw nats-py request",
+    "envelope": "raw nats-py, envelope decoded and encoded",
     "name": "runtime, by name",
     "capability": "runtime, by capability",
     "name_unaudited": "runtime, by name, audit off",
@@ -167,13 +169,16 @@ async def _measure(
     namespace = settings.namespace
     nc = await nats.connect(settings.nats_url)
     raw_payload = msgspec.json.encode(PAYLOAD)
-    subject = raw_subject(namespace)
+    subject, envelope_at = raw_subject(namespace), envelope_subject(namespace)
     async with Runtime(settings) as rt:
         agents = ["bench-echo", "bench-echo-unaudited", "bench-echo-bare", "bench-echo-audited"]
         await rt.wait_for_agents(agents, timeout=30)
 
         async def raw() -> Any:
             return await nc.request(subject, raw_payload, timeout=10)
+
+        async def envelope() -> Any:  # the floor: an envelope each way, nothing checked
+            return await floor_call(nc, envelope_at, settings.client_name, PAYLOAD)
 
         async def by_name() -> Any:
             return await rt.call("bench-echo", "echo", PAYLOAD, timeout=10)
@@ -194,6 +199,7 @@ async def _measure(
 
         modes = {
             "raw": raw,
+            "envelope": envelope,
             "name": by_name,
             "capability": by_cap,
             "name_unaudited": unaudited,
@@ -231,7 +237,7 @@ async def _measure(
         p50 = {m: round(figure(m, "p50"), 1) for m in modes}
         p99 = {m: round(figure(m, "p99"), 1) for m in modes}
         cpu_us = {m: {p: cpu_of(m, p) for p in PROCESSES} for m in modes}
-        runtime_modes = ("name", "capability", "name_unaudited", "name_bare", "name_audited")
+        runtime_modes = ("envelope", "name", "capability", "name_unaudited", "name_bare", "name_audited")
         ratios = {m: round(throughput[m] / throughput["raw"], 3) for m in runtime_modes}
         added = {m: round(p50[m] - p50["raw"], 1) for m in runtime_modes}
 
