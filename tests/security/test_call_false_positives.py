@@ -201,12 +201,15 @@ async def test_calls_queued_behind_a_busy_worker_pool_are_all_answered(secured_n
 # -- a caller cut off for a while, or blocked -------------------------------------------------------
 
 
-@pytest.mark.parametrize(("cut", "runs"), [(3.0, 1), (5.5, 2)])
+@pytest.mark.parametrize(("cut", "runs"), [(2.5, 1), (5.5, 2)])
 async def test_a_caller_whose_link_drops_for_seconds_gets_its_answer(
     secured_nats: str, files: Path, cut: float, runs: int
 ) -> None:
-    """Cut for 3 s: the callee keeps the call. Cut for longer: the callee stops it as its caller's,
-    and handles it again when the caller, back, sends it again (never a cached "caller gone")."""
+    """Cut for 2.5 s: a check of the caller during the cut finds it gone, the next one (2 s
+    later) finds it back, and the callee keeps the call (a cut of about 3.5 s, less the time
+    the caller takes to reconnect, is the most it keeps through: a loaded machine takes some
+    of that margin). Cut for longer: the callee stops it as its caller's, and handles it again
+    when the caller, back, sends it again (never a cached "caller gone")."""
     log, marker = files / "taken", files / "ended"
     link = forwarder(secured_nats)
     try:
