@@ -11,14 +11,7 @@ from .compact import decode_compact, decode_reply, full_path, is_compact
 from .compact import encode_compact as encode_compact
 from .compact import encode_reply as encode_reply
 from .errors import InvalidEnvelope, UnsupportedVersion
-from .wire import (
-    COMPACT_VERSION,
-    ELIDING_VERSION,
-    PROTOCOL_VERSION,
-    SUPPORTED_VERSIONS,
-    Envelope,
-    RequestEnvelope,
-)
+from .wire import COMPACT_VERSIONS, PROTOCOL_VERSION, SUPPORTED_VERSIONS, Envelope, RequestEnvelope
 
 __all__ = [
     "ENCODE_ERRORS",
@@ -46,9 +39,6 @@ structures nested too deep: see :data:`ENCODE_ERRORS`."""
 
 ENCODE_ERRORS = (TypeError, ValueError, RecursionError, msgspec.EncodeError)
 """What encoding a handler's result (any Python value) may raise."""
-
-
-_COMPACT_VERSIONS = (COMPACT_VERSION, ELIDING_VERSION)
 
 
 def decode_envelope(data: bytes) -> Envelope:
@@ -87,7 +77,7 @@ def _either(data: bytes, compact: Callable[[bytes], Envelope]) -> Envelope:
             except InvalidEnvelope:
                 pass
         raise
-    if envelope.protocol_version in _COMPACT_VERSIONS:
+    if envelope.protocol_version in COMPACT_VERSIONS:
         envelope.protocol_version = PROTOCOL_VERSION
     return envelope
 

@@ -43,7 +43,7 @@ from .compact import is_compact
 from .errors import InvalidEnvelope
 from .ids import new_id
 from .link import Link
-from .wire import COMPACT_VERSION, ELIDING_VERSION, ErrorEnvelope, RequestEnvelope
+from .wire import COMPACT_VERSIONS, ErrorEnvelope, RequestEnvelope
 
 __all__ = ["AUTO", "FULL_FORM_FOR", "MAX_REMEMBERED", "Forms", "PeerProtocol", "Readers"]
 
@@ -53,7 +53,6 @@ FULL_FORM_FOR = 300.0
 """Seconds an agent that refused a compact request is sent the full form."""
 MAX_REMEMBERED = 4096
 """Agents remembered as having refused (the oldest forgotten first)."""
-_COMPACT = (COMPACT_VERSION, ELIDING_VERSION)
 
 
 class Readers(Protocol):
@@ -90,7 +89,7 @@ class Forms:
         instances), for a caller that knows them without reading its subject."""
         protocol = self.link.peer_protocol
         if protocol != AUTO:
-            return protocol in _COMPACT
+            return protocol in COMPACT_VERSIONS
         readers = self.readers
         if readers is None:
             return False

@@ -65,6 +65,12 @@ class Link:
         records (compact, ``bus.audit``, unless 1.3; with their conversation ids left out
         where 1.5 allows it unless 1.4)."""
 
+    @property
+    def elides(self) -> bool:
+        """Whether compact messages (requests, audit records) leave out what 1.5 lets them:
+        unless ``peer_protocol`` says the peers read 1.4 only (or the full form)."""
+        return self.peer_protocol in _ELIDES
+
     def _limit(self) -> int:
         limit = self.transport.max_payload
         return min(limit, self._configured_limit) if self._configured_limit else limit
@@ -100,7 +106,7 @@ class Link:
         """
         try:
             if compact:  # to a 1.5 reader unless this runtime was told its peers read 1.4 only
-                data = codec.encode_compact(envelope, elide=self.peer_protocol in _ELIDES)  # type: ignore[arg-type]
+                data = codec.encode_compact(envelope, elide=self.elides)  # type: ignore[arg-type]
             else:
                 data = codec.encode_envelope(envelope)
         except codec.ENCODE_ERRORS as exc:

@@ -17,6 +17,7 @@ from .handoff import Delegation, Grants
 
 __all__ = [
     "COMPACT_VERSION",
+    "COMPACT_VERSIONS",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_HOPS",
     "DEFAULT_TTL_MS",
@@ -52,6 +53,8 @@ COMPACT_VERSION = "1.4"
 ELIDING_VERSION = "1.5"
 """The version whose readers take compact messages without a conversationId that names the
 call tree (``bus.compact``); ``auto`` sends the compact form only to them."""
+COMPACT_VERSIONS = (COMPACT_VERSION, ELIDING_VERSION)
+"""The versions a message in the compact form may name."""
 SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5")
 
 DEFAULT_MAX_HOPS = 10

@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 import sys
 import urllib.request
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 import redis.asyncio as aioredis
 
+from bus.forms import PeerProtocol
 from discovery import AgentCapability
 
 from ..core.agent import Agent
@@ -70,7 +71,7 @@ async def _redis(client: aioredis.Redis) -> dict[str, float]:
 
 
 async def _cases(
-    nats_url: str, redis_url: str, monitor: int, audit: bool, wire: Literal["auto", "1.3", "1.4", "1.5"]
+    nats_url: str, redis_url: str, monitor: int, audit: bool, wire: PeerProtocol
 ) -> list[dict[str, Any]]:
     namespace = f"cost{int(audit)}{wire.replace('.', '')}"
     settings = Settings(

@@ -105,8 +105,10 @@ class CallPath:
             return self._request(target, action, params, options, parent=parent, fan_out=fan_out)
         limit = self.settings.default_timeout if options.timeout is None else options.timeout
         if parent is None and options.correlation_id is None:  # every attempt in one call tree
-            tree, replace = new_id(), msgspec.structs.replace
-            options = replace(options, correlation_id=tree, conversation_id=options.conversation(tree))
+            tree = new_id()
+            options = msgspec.structs.replace(
+                options, correlation_id=tree, conversation_id=options.conversation(tree)
+            )
 
         def attempt(given: CallOptions) -> Coroutine[Any, Any, ResponseEnvelope]:
             return self._request(target, action, params, given, parent=parent, fan_out=fan_out)

@@ -22,7 +22,7 @@ from bus.errors import A2AError, Outcome, outcome_of
 from bus.link import Link
 from bus.rejects import Rejects
 from bus.subjects import Subjects
-from bus.wire import COMPACT_VERSION, PROTOCOL_VERSION, Envelope
+from bus.wire import PROTOCOL_VERSION, Envelope
 from transports import NatsTransport, TransportError
 from transports.jetstream import ensure_stream, read_stream
 
@@ -240,11 +240,10 @@ class AuditLog:
 
     async def _publish(self, subject: str, records: list[AuditRecord]) -> None:
         # One encoder call for the batch; halved when unusually long records overfill it.
-        protocol = self.link.peer_protocol  # 1.3: for readers before 1.4; 1.4: before 1.5
-        if protocol == PROTOCOL_VERSION:
+        if self.link.peer_protocol == PROTOCOL_VERSION:  # for readers before 1.4
             data = _encoder.encode_lines(records)
         else:
-            data = encode_audit_lines(records, elide=protocol != COMPACT_VERSION)
+            data = encode_audit_lines(records, elide=self.link.elides)
         if len(data) > self.batch_bytes and len(records) > 1:
             half = len(records) // 2
             await self._publish(subject, records[:half])
